@@ -1,0 +1,1 @@
+//! Capture from a running program: the TraceRecorder and redaction.

@@ -1,0 +1,49 @@
+//! The recorder crate's one error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in the recorder crate, with enough context to act on.
+#[derive(Debug, thiserror::Error)]
+pub enum RecorderError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("SQLite store {path}: {source}")]
+    Sqlite {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("Parquet store {path}: {message}")]
+    Parquet { path: PathBuf, message: String },
+    #[error("store {path} has schema version {found}, newer than this build understands ({supported})")]
+    SchemaTooNew {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("trace {trace_id}: {message}")]
+    InvalidTrace { trace_id: String, message: String },
+    #[error("trace {trace_id}, step {step_index}: {message}")]
+    InvalidStep {
+        trace_id: String,
+        step_index: u32,
+        message: String,
+    },
+    #[error("{path}:{line}: {message}")]
+    Import {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    #[error("statistics: {0}")]
+    Stats(String),
+    #[error("the recorder's background writer stopped: {0}")]
+    WriterGone(String),
+}
+
+/// The recorder crate's result type.
+pub type Result<T, E = RecorderError> = std::result::Result<T, E>;

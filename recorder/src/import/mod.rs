@@ -1,0 +1,1 @@
+//! Importers for the logs agents already write.

@@ -1,0 +1,1 @@
+//! Mined patterns, argument bindings, candidate flows and verdicts.

@@ -1,0 +1,1 @@
+//! Flow definitions: linear flows and DAG flows as plain serde data.

@@ -1,0 +1,1 @@
+//! Per-tool statistics computed with polars.

@@ -1,0 +1,216 @@
+//! The trace store: one trait, two real backends.
+//!
+//! - [`SqliteStore`]: the embedded default, one file (`chainweaver.db`).
+//! - [`ParquetStore`]: an append-only directory of Parquet part files, partitioned by day.
+//!
+//! Both keep inputs and outputs exact (key order and number text) and convert into each other
+//! losslessly with [`copy_all`].
+
+mod parquet;
+mod sqlite;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::model::{ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
+
+pub use self::parquet::ParquetStore;
+pub use self::sqlite::SqliteStore;
+
+/// Which traces a query returns. Every set field must hold (logical AND).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceFilter {
+    /// The trace has at least one step calling exactly this tool.
+    pub tool: Option<String>,
+    /// The trace has at least one step whose tool name contains this text (case-insensitive).
+    pub tool_contains: Option<String>,
+    /// The trace's source equals this.
+    pub source: Option<String>,
+    /// The trace started at or after this instant.
+    pub since: Option<Timestamp>,
+    /// The trace started before this instant.
+    pub until: Option<Timestamp>,
+    /// `Some(true)`: only traces with a failed step; `Some(false)`: only traces without one.
+    pub has_error: Option<bool>,
+    /// The trace's duration is at least this many milliseconds.
+    pub min_duration_ms: Option<f64>,
+}
+
+/// The column a trace listing is ordered by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceSort {
+    /// Insertion order (the order traces were first stored).
+    #[default]
+    Stored,
+    TraceId,
+    StartedAt,
+    Steps,
+    Errors,
+    Duration,
+}
+
+/// One page of a listing: `offset` rows skipped, at most `limit` returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageRequest {
+    pub offset: u64,
+    pub limit: u64,
+    pub sort: TraceSort,
+    pub descending: bool,
+}
+
+impl Default for PageRequest {
+    fn default() -> Self {
+        Self {
+            offset: 0,
+            limit: 50,
+            sort: TraceSort::Stored,
+            descending: false,
+        }
+    }
+}
+
+/// A trace as a listing shows it: the trace plus counts over its steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceSummary {
+    pub trace: ObservedTrace,
+    pub step_count: u64,
+    pub error_count: u64,
+    /// `ended_at - started_at` when both are known, else the sum of step durations, else `None`.
+    pub duration_ms: Option<f64>,
+}
+
+/// A page of trace summaries and the number of traces matching the filter in all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TracePage {
+    pub traces: Vec<TraceSummary>,
+    pub total: u64,
+}
+
+/// How many rows a store holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoreCounts {
+    pub traces: u64,
+    pub steps: u64,
+    pub failed_steps: u64,
+}
+
+/// What one [`TraceStore::append`] wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppendStats {
+    /// Trace rows inserted or updated.
+    pub traces: u64,
+    /// Step rows inserted.
+    pub steps: u64,
+    /// Steps skipped because a step with the same (trace id, step index) was already stored.
+    pub duplicate_steps: u64,
+}
+
+/// The slim per-step columns that statistics need, without payloads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StepColumns {
+    pub trace_id: Vec<String>,
+    pub tool_name: Vec<String>,
+    pub is_error: Vec<bool>,
+    pub duration_ms: Vec<Option<f64>>,
+    pub started_at: Vec<Option<Timestamp>>,
+}
+
+/// A store of observed traces.
+///
+/// `append` is atomic: a batch is stored whole or not at all, and data already stored is never
+/// touched by a failed append. A trace appended again (same id) updates its trace row (the
+/// recorder writes a trace when it starts and again when it ends); steps are identified by
+/// (trace id, step index) and a second copy of a stored step is skipped and counted.
+pub trait TraceStore: Send {
+    /// Store traces and steps as one atomic batch.
+    fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats>;
+
+    /// Summaries of the traces matching `filter`, one page at a time.
+    fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage>;
+
+    /// One trace with all its steps in step order, or `None` when the id is unknown.
+    fn get_trace(&self, trace_id: &str) -> Result<Option<TraceWithSteps>>;
+
+    /// Visit every trace with its steps, one trace at a time, in storage order, without loading
+    /// the whole store. Stops at the first error `visit` returns.
+    fn for_each_trace(
+        &self,
+        visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>,
+    ) -> Result<()>;
+
+    /// Slim columns of every step (matching `filter`) for statistics.
+    fn step_columns(&self, filter: &TraceFilter) -> Result<StepColumns>;
+
+    /// Row counts.
+    fn counts(&self) -> Result<StoreCounts>;
+}
+
+/// Copy every trace and step from `from` into `to`, in batches of about `batch_steps` steps.
+/// Returns what was written.
+pub fn copy_all(
+    from: &dyn TraceStore,
+    to: &mut dyn TraceStore,
+    batch_steps: usize,
+    progress: &mut dyn FnMut(u64),
+) -> Result<AppendStats> {
+    let mut total = AppendStats::default();
+    let mut traces = Vec::new();
+    let mut steps: Vec<ObservedStep> = Vec::new();
+    let mut flush = |traces: &mut Vec<ObservedTrace>,
+                     steps: &mut Vec<ObservedStep>,
+                     to: &mut dyn TraceStore|
+     -> Result<()> {
+        let written = to.append(traces, steps)?;
+        total.traces += written.traces;
+        total.steps += written.steps;
+        total.duplicate_steps += written.duplicate_steps;
+        progress(written.steps);
+        traces.clear();
+        steps.clear();
+        Ok(())
+    };
+    from.for_each_trace(&mut |t| {
+        traces.push(t.trace);
+        steps.extend(t.steps);
+        if steps.len() >= batch_steps {
+            flush(&mut traces, &mut steps, to)?;
+        }
+        Ok(())
+    })?;
+    if !traces.is_empty() || !steps.is_empty() {
+        flush(&mut traces, &mut steps, to)?;
+    }
+    Ok(total)
+}
+
+/// The kind of store a path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StoreKind {
+    Sqlite,
+    Parquet,
+}
+
+impl StoreKind {
+    /// A directory (existing, or a path ending in `/` or `.parquet`) is a Parquet dataset;
+    /// anything else is a SQLite file.
+    pub fn detect(path: &Path) -> Self {
+        let as_text = path.to_string_lossy();
+        if path.is_dir() || as_text.ends_with('/') || as_text.ends_with(".parquet") {
+            StoreKind::Parquet
+        } else {
+            StoreKind::Sqlite
+        }
+    }
+}
+
+/// Open (creating when missing) the store at `path`, of the kind [`StoreKind::detect`] names.
+pub fn open_store(path: &Path) -> Result<Box<dyn TraceStore>> {
+    Ok(match StoreKind::detect(path) {
+        StoreKind::Sqlite => Box::new(SqliteStore::open(path)?),
+        StoreKind::Parquet => Box::new(ParquetStore::open(path)?),
+    })
+}

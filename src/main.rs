@@ -1,0 +1,3 @@
+//! The `chainweaver` command.
+
+fn main() {}
