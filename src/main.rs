@@ -1,3 +1,9 @@
-//! The `chainweaver` command.
+//! The `chainweaver` command. Everything lives in [`cli`]; this maps errors to exit codes.
 
-fn main() {}
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::main()
+}

@@ -19,7 +19,9 @@ pub enum RecorderError {
     },
     #[error("Parquet store {path}: {message}")]
     Parquet { path: PathBuf, message: String },
-    #[error("store {path} has schema version {found}, newer than this build understands ({supported})")]
+    #[error(
+        "store {path} has schema version {found}, newer than this build understands ({supported})"
+    )]
     SchemaTooNew {
         path: PathBuf,
         found: i64,

@@ -34,6 +34,7 @@ pub mod capture;
 pub mod error;
 pub mod import;
 pub mod model;
+#[cfg(feature = "polars")]
 pub mod stats;
 pub mod store;
 

@@ -1,1 +1,285 @@
-//! Flow definitions: linear flows and DAG flows as plain serde data.
+//! Flow definitions: linear [`Flow`]s and [`DagFlow`]s as plain serde data.
+//!
+//! The executor in the root crate interprets these; the store persists them; the miner emits
+//! them. JSON and YAML files hold the same shapes.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+fn default_version() -> String {
+    "1.0.0".to_string()
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// A named, versioned, ordered sequence of tool invocations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Flow {
+    pub name: String,
+    #[serde(default = "default_version")]
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    pub steps: Vec<FlowStep>,
+    /// JSON Schema of the flow's initial input, when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    /// JSON Schema of the flow's final output, when declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+/// One step of a linear flow.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowStep {
+    pub tool_name: String,
+    /// `{tool input field: source}`. A plain string source is a context key, a string starting
+    /// with `/` is a JSON pointer into the context, any other value is a literal. Empty: the tool
+    /// receives the whole context.
+    #[serde(default)]
+    pub input_mapping: Map<String, Value>,
+    /// `{context key: output key}`: only these outputs merge into the context, renamed.
+    /// Absent: every output key merges as is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_mapping: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_policy: Option<RetryPolicy>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_error: OnError,
+}
+
+impl FlowStep {
+    /// A step calling `tool_name` with the given input mapping and defaults elsewhere.
+    pub fn new(tool_name: impl Into<String>, input_mapping: Map<String, Value>) -> Self {
+        Self {
+            tool_name: tool_name.into(),
+            input_mapping,
+            output_mapping: None,
+            retry_policy: None,
+            on_error: OnError::Fail,
+        }
+    }
+}
+
+/// A named, versioned graph of tool invocations; steps of one topological level run concurrently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DagFlow {
+    pub name: String,
+    #[serde(default = "default_version")]
+    pub version: String,
+    #[serde(default)]
+    pub description: String,
+    pub steps: Vec<DagFlowStep>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+/// One step of a DAG flow: a [`FlowStep`]'s fields plus an id and dependencies.
+///
+/// The fields are spelled out rather than flattened: serde's flatten buffers values in a way
+/// that loses exact numbers in literal mappings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DagFlowStep {
+    pub step_id: String,
+    pub tool_name: String,
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+    #[serde(default)]
+    pub input_mapping: Map<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_mapping: Option<Map<String, Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_policy: Option<RetryPolicy>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub on_error: OnError,
+}
+
+impl DagFlowStep {
+    /// The step's tool invocation without its graph position.
+    pub fn as_flow_step(&self) -> FlowStep {
+        FlowStep {
+            tool_name: self.tool_name.clone(),
+            input_mapping: self.input_mapping.clone(),
+            output_mapping: self.output_mapping.clone(),
+            retry_policy: self.retry_policy.clone(),
+            on_error: self.on_error.clone(),
+        }
+    }
+}
+
+/// How often and how patiently a failed step is tried again. Deterministic: no jitter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// Attempts after the first.
+    #[serde(default)]
+    pub max_retries: u32,
+    /// Wait before the first retry, in seconds.
+    #[serde(default)]
+    pub backoff_seconds: f64,
+    /// Factor applied to the wait after each retry.
+    #[serde(default = "default_multiplier")]
+    pub backoff_multiplier: f64,
+}
+
+fn default_multiplier() -> f64 {
+    1.0
+}
+
+/// What a step does when its tool fails after all retries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OnError {
+    /// Stop the flow (the default).
+    #[default]
+    Fail,
+    /// Record the failure and go on without merging outputs.
+    Skip,
+    /// Run the named tool with the same resolved input.
+    Fallback(String),
+}
+
+impl OnError {
+    /// The textual form used in flow files: `fail`, `skip` or `fallback:<tool>`.
+    pub fn as_text(&self) -> String {
+        match self {
+            OnError::Fail => "fail".to_string(),
+            OnError::Skip => "skip".to_string(),
+            OnError::Fallback(tool) => format!("fallback:{tool}"),
+        }
+    }
+
+    /// Parse `fail`, `skip` or `fallback:<tool>`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "fail" => Ok(OnError::Fail),
+            "skip" => Ok(OnError::Skip),
+            other => match other.strip_prefix("fallback:") {
+                Some(tool) if !tool.trim().is_empty() => {
+                    Ok(OnError::Fallback(tool.trim().to_string()))
+                }
+                _ => Err(format!(
+                    "on_error must be `fail`, `skip` or `fallback:<tool>`, not `{other}`"
+                )),
+            },
+        }
+    }
+}
+
+impl Serialize for OnError {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.as_text())
+    }
+}
+
+impl<'de> Deserialize<'de> for OnError {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        OnError::parse(&text).map_err(D::Error::custom)
+    }
+}
+
+/// Either kind of flow, as a flow file holds it. A file whose steps carry `step_id` or
+/// `depends_on` is a DAG flow.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FlowDefinition {
+    Linear(Flow),
+    Dag(DagFlow),
+}
+
+impl FlowDefinition {
+    pub fn name(&self) -> &str {
+        match self {
+            FlowDefinition::Linear(flow) => &flow.name,
+            FlowDefinition::Dag(flow) => &flow.name,
+        }
+    }
+
+    pub fn version(&self) -> &str {
+        match self {
+            FlowDefinition::Linear(flow) => &flow.version,
+            FlowDefinition::Dag(flow) => &flow.version,
+        }
+    }
+
+    /// Decide the kind from a parsed JSON value and read it.
+    pub fn from_value(value: Value) -> Result<Self, serde_json::Error> {
+        let is_dag = value
+            .get("steps")
+            .and_then(Value::as_array)
+            .is_some_and(|steps| {
+                steps
+                    .iter()
+                    .any(|step| step.get("step_id").is_some() || step.get("depends_on").is_some())
+            });
+        if is_dag {
+            serde_json::from_value(value).map(FlowDefinition::Dag)
+        } else {
+            serde_json::from_value(value).map(FlowDefinition::Linear)
+        }
+    }
+}
+
+impl Serialize for FlowDefinition {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            FlowDefinition::Linear(flow) => flow.serialize(serializer),
+            FlowDefinition::Dag(flow) => flow.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for FlowDefinition {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        FlowDefinition::from_value(value).map_err(D::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn linear_and_dag_are_told_apart_and_round_trip() {
+        let linear = json!({"name": "etl", "steps": [
+            {"tool_name": "fetch", "input_mapping": {"url": "url", "limit": 10.50}},
+            {"tool_name": "store", "on_error": "fallback:store_backup"}
+        ]});
+        let parsed = FlowDefinition::from_value(linear).unwrap();
+        let FlowDefinition::Linear(flow) = &parsed else {
+            panic!("expected a linear flow, got {parsed:?}")
+        };
+        assert_eq!(flow.version, "1.0.0");
+        assert_eq!(
+            flow.steps[1].on_error,
+            OnError::Fallback("store_backup".into())
+        );
+        let text = serde_json::to_string(&parsed).unwrap();
+        assert!(text.contains("10.50"), "literal number text kept: {text}");
+
+        let dag = json!({"name": "fan", "steps": [
+            {"step_id": "a", "tool_name": "fetch_a"},
+            {"step_id": "m", "tool_name": "merge", "depends_on": ["a"]}
+        ]});
+        assert!(matches!(
+            FlowDefinition::from_value(dag).unwrap(),
+            FlowDefinition::Dag(_)
+        ));
+    }
+
+    #[test]
+    fn bad_on_error_is_rejected_with_the_value() {
+        let err = OnError::parse("retry").unwrap_err();
+        assert!(err.contains("`retry`"), "{err}");
+        assert!(OnError::parse("fallback:").is_err());
+    }
+}

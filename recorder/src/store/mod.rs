@@ -6,16 +6,19 @@
 //! Both keep inputs and outputs exact (key order and number text) and convert into each other
 //! losslessly with [`copy_all`].
 
+#[cfg(feature = "parquet")]
 mod parquet;
 mod sqlite;
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::Result;
 use crate::model::{ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
 
+#[cfg(feature = "parquet")]
 pub use self::parquet::ParquetStore;
 pub use self::sqlite::SqliteStore;
 
@@ -136,16 +139,26 @@ pub trait TraceStore: Send {
 
     /// Visit every trace with its steps, one trace at a time, in storage order, without loading
     /// the whole store. Stops at the first error `visit` returns.
-    fn for_each_trace(
-        &self,
-        visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>,
-    ) -> Result<()>;
+    fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()>;
 
     /// Slim columns of every step (matching `filter`) for statistics.
     fn step_columns(&self, filter: &TraceFilter) -> Result<StepColumns>;
 
     /// Row counts.
     fn counts(&self) -> Result<StoreCounts>;
+
+    /// Store a JSON document (a flow, candidate, verdict, flow run, ...) under `(kind, key)`,
+    /// replacing any earlier one atomically.
+    fn put_document(&mut self, kind: &str, key: &str, document: &Value) -> Result<()>;
+
+    /// The document stored under `(kind, key)`, if any.
+    fn get_document(&self, kind: &str, key: &str) -> Result<Option<Value>>;
+
+    /// Every `(key, document)` of one kind, ordered by key.
+    fn list_documents(&self, kind: &str) -> Result<Vec<(String, Value)>>;
+
+    /// Remove a document; true when one was there.
+    fn delete_document(&mut self, kind: &str, key: &str) -> Result<bool>;
 }
 
 /// Copy every trace and step from `from` into `to`, in batches of about `batch_steps` steps.
@@ -211,6 +224,14 @@ impl StoreKind {
 pub fn open_store(path: &Path) -> Result<Box<dyn TraceStore>> {
     Ok(match StoreKind::detect(path) {
         StoreKind::Sqlite => Box::new(SqliteStore::open(path)?),
+        #[cfg(feature = "parquet")]
         StoreKind::Parquet => Box::new(ParquetStore::open(path)?),
+        #[cfg(not(feature = "parquet"))]
+        StoreKind::Parquet => {
+            return Err(crate::error::RecorderError::Parquet {
+                path: path.to_path_buf(),
+                message: "this build has no Parquet support (feature `parquet`)".into(),
+            });
+        }
     })
 }

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
-use crate::store::{AppendStats, PageRequest, StepColumns, StoreCounts, TraceFilter, TracePage, TraceStore};
+use crate::store::{
+    AppendStats, PageRequest, StepColumns, StoreCounts, TraceFilter, TracePage, TraceStore,
+};
 
 /// A store backend (not yet written).
 #[derive(Debug)]
@@ -15,11 +17,16 @@ pub struct ParquetStore {
 impl ParquetStore {
     /// Open or create the store at `path`.
     pub fn open(path: &Path) -> Result<Self> {
-        Ok(Self { path: path.to_path_buf() })
+        Ok(Self {
+            path: path.to_path_buf(),
+        })
     }
 
     fn missing(&self) -> RecorderError {
-        RecorderError::Parquet { path: self.path.clone(), message: "not implemented".into() }
+        RecorderError::Parquet {
+            path: self.path.clone(),
+            message: "not implemented".into(),
+        }
     }
 }
 
@@ -40,6 +47,18 @@ impl TraceStore for ParquetStore {
         Err(self.missing())
     }
     fn counts(&self) -> Result<StoreCounts> {
+        Err(self.missing())
+    }
+    fn put_document(&mut self, _: &str, _: &str, _: &serde_json::Value) -> Result<()> {
+        Err(self.missing())
+    }
+    fn get_document(&self, _: &str, _: &str) -> Result<Option<serde_json::Value>> {
+        Err(self.missing())
+    }
+    fn list_documents(&self, _: &str) -> Result<Vec<(String, serde_json::Value)>> {
+        Err(self.missing())
+    }
+    fn delete_document(&mut self, _: &str, _: &str) -> Result<bool> {
         Err(self.missing())
     }
 }

@@ -1,0 +1,1 @@
+//! parquet tests.

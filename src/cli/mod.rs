@@ -1,0 +1,115 @@
+//! The command line: one module a command, errors mapped to exit codes in one place.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Record agent tool calls, mine the sequences they repeat, and run them as replay-verified
+/// flows.
+///
+/// Everything is kept in one store: a SQLite file (`chainweaver.db` by default) or a Parquet
+/// dataset directory (`--store traces/` or `--store traces.parquet`).
+#[derive(Debug, Parser)]
+#[command(
+    name = "chainweaver",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Global {
+    /// The store: a SQLite file, or a directory (or a path ending in `.parquet`) for a Parquet
+    /// dataset. Created when missing.
+    #[arg(
+        long,
+        global = true,
+        env = "CHAINWEAVER_STORE",
+        default_value = "chainweaver.db"
+    )]
+    pub store: PathBuf,
+    /// How results are printed: aligned tables for people, JSON for scripts.
+    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// No progress bars.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+impl Global {
+    /// Progress bars only for people watching a terminal.
+    pub fn show_progress(&self) -> bool {
+        !self.quiet && self.format == OutputFormat::Table && std::io::stderr().is_terminal()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {}
+
+/// A failure the user can act on, with the exit code it maps to and an optional hint.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+    pub hint: Option<String>,
+}
+
+/// Exit codes, documented in `--help` and the README.
+pub mod exit {
+    /// Everything worked.
+    pub const OK: u8 = 0;
+    /// The command failed.
+    pub const FAILED: u8 = 1;
+    /// The command line was wrong (clap's own code).
+    pub const USAGE: u8 = 2;
+    /// The work was done, but some input records were rejected (see the rejects file).
+    pub const PARTIAL: u8 = 3;
+}
+
+/// Parse the command line, run the command, and turn any error into `error:` / `hint:` lines
+/// and an exit code. This is the one place errors become exit codes.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let (code, hint) = match err.downcast_ref::<Failure>() {
+                Some(failure) => (failure.code, failure.hint.clone()),
+                None => (exit::FAILED, None),
+            };
+            eprintln!("error: {err:#}");
+            if let Some(hint) = hint {
+                eprintln!("hint: {hint}");
+            }
+            ExitCode::from(code)
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Failure {}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let _ = &cli.global;
+    match cli.command {}
+}

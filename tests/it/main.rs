@@ -1,0 +1,26 @@
+//! End-to-end tests of the `chainweaver` binary and the executor, one module a topic.
+
+mod cli;
+mod executor;
+
+use std::path::PathBuf;
+
+/// The shared real-trace datasets, `../shared/datasets` beside the workspace root (or
+/// `CHAINWEAVER_DATASETS`). `None` skips a test on a developer machine without them; under CI
+/// (`CI` set) a missing folder fails the test instead.
+#[allow(dead_code)]
+pub fn shared_datasets() -> Option<PathBuf> {
+    let dir = std::env::var_os("CHAINWEAVER_DATASETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets"));
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but the shared datasets folder {} is missing",
+        dir.display()
+    );
+    eprintln!("skipping: no shared datasets at {}", dir.display());
+    None
+}
