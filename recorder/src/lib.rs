@@ -37,5 +37,6 @@ pub mod model;
 #[cfg(feature = "polars")]
 pub mod stats;
 pub mod store;
+pub mod synth;
 
 pub use error::{RecorderError, Result};

@@ -6,6 +6,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod datasets;
+mod output;
+mod progress;
+mod store;
+mod traces;
+
 /// Record agent tool calls, mine the sequences they repeat, and run them as replay-verified
 /// flows.
 ///
@@ -59,7 +65,14 @@ pub enum OutputFormat {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Inspect stored traces: list, show, stats, export, convert.
+    #[command(subcommand)]
+    Traces(traces::TracesCommand),
+    /// Generate synthetic agent traffic with planted flows.
+    #[command(subcommand)]
+    Datasets(datasets::DatasetsCommand),
+}
 
 /// A failure the user can act on, with the exit code it maps to and an optional hint.
 #[derive(Debug)]
@@ -110,6 +123,9 @@ impl std::fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
-    let _ = &cli.global;
-    match cli.command {}
+    let global = &cli.global;
+    match cli.command {
+        Command::Traces(command) => traces::run(command, global),
+        Command::Datasets(command) => datasets::run(command, global),
+    }
 }
