@@ -6,7 +6,8 @@
 //! the file. `inputs` defaults to `{}` and must otherwise be an object. Error fields
 //! (`error_type`, `error_message`, `error`, `success: false`, a failing `status`), timestamps
 //! (`started_at`, `ended_at`, `recorded_at`, or `timestamp` for the start), `duration_ms` and
-//! `call_id` are read; every other field is kept in the step's metadata.
+//! `call_id` are read; a `session_id` goes to the trace; every other field is kept in the step's
+//! metadata.
 
 use std::collections::HashMap;
 
@@ -97,8 +98,19 @@ impl Handler {
                 )
             })?,
         };
+        let session_id = match record.remove("session_id") {
+            Some(Value::String(session)) => Some(session),
+            Some(other) => {
+                record.insert("session_id".to_owned(), other);
+                None
+            }
+            None => None,
+        };
         let (step, source_index) = step_from_record(record)?;
-        let (_, steps) = self.groups.entry(&trace_id);
+        let (trace, steps) = self.groups.entry(&trace_id);
+        if trace.session_id.is_none() {
+            trace.session_id = session_id;
+        }
         let mut step = step;
         step.trace_id.clone_from(&trace_id);
         if let Some(index) = source_index

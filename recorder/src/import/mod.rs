@@ -148,6 +148,7 @@ impl Default for ImportOptions {
 /// Complete traces with all their steps, ready for one atomic append.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ImportBatch {
+    /// The traces, each complete.
     pub traces: Vec<ObservedTrace>,
     /// The steps of `traces`, trace by trace, each trace's steps in step order.
     pub steps: Vec<ObservedStep>,
@@ -179,10 +180,13 @@ pub enum RejectUnit {
 /// One record that could not be imported.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Reject {
+    /// The file the record is in.
     pub path: PathBuf,
     /// 1-based line, or record index when `unit` is [`RejectUnit::Record`].
     pub line: u64,
+    /// What `line` counts.
     pub unit: RejectUnit,
+    /// Why the record was not imported.
     pub reason: String,
     /// The start of the offending record, truncated, invalid UTF-8 replaced.
     pub excerpt: String,
@@ -206,7 +210,9 @@ impl fmt::Display for Reject {
 /// The outcome of one import.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ImportReport {
+    /// The file imported.
     pub path: PathBuf,
+    /// Its format, detected or named.
     pub format: ImportFormat,
     /// Traces handed to the sink.
     pub traces: u64,

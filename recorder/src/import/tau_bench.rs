@@ -5,7 +5,8 @@
 //!
 //! Each record is one trace, named `<file stem>/<task_id>/<trial>`. Its metadata keeps
 //! `task_id`, `trial`, `reward`, the task's `user_id` and its annotated `gold_actions` (the calls
-//! a correct agent makes: ground truth for mining).
+//! a correct agent makes: ground truth for mining). A run that crashed (an empty `traj` and an
+//! `info.error`) is still a trace, without steps, its error in `run_error`.
 
 use serde_json::{Map, Value};
 
@@ -79,6 +80,10 @@ fn convert(
     }
     if let Some(actions) = task.and_then(|t| t.get("actions")) {
         metadata.insert("gold_actions".to_owned(), actions.clone());
+    }
+    // A run that crashed has an empty `traj` and says why here.
+    if let Some(error) = record.get("info").and_then(|info| info.get("error")) {
+        metadata.insert("run_error".to_owned(), error.clone());
     }
     trace.metadata = metadata;
     let mut conversation = Conversation::default();

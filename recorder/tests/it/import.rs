@@ -292,6 +292,11 @@ fn tau_bench_retail_imports_every_trajectory_and_tool_call() {
             assert_eq!(&got, expected_calls, "{}", trace.trace_id);
             assert!(trace.metadata.contains_key("reward"));
             assert!(trace.metadata.contains_key("task_id"));
+            // Crashed runs have no steps and keep their error.
+            assert_eq!(
+                expected_calls.is_empty(),
+                trace.metadata.contains_key("run_error")
+            );
         }
         for step in imported.steps() {
             assert!(
@@ -814,4 +819,37 @@ fn spmf_bad_lines_and_a_missing_final_newline() {
     assert_eq!(imported.tools_of("seq:5"), ["4", "5"]);
     let lines: Vec<u64> = imported.report.rejects.iter().map(|r| r.line).collect();
     assert_eq!(lines, [3, 4]);
+}
+
+#[test]
+fn byte_order_marks_and_a_missing_final_newline_are_fine() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = write_file(
+        dir.path(),
+        "bom.jsonl",
+        b"\xEF\xBB\xBF{\"trace_id\": \"a\", \"tool\": \"x\"}\n{\"trace_id\": \"a\", \"tool\": \"y\"}",
+    );
+    let imported = import(&lines);
+    assert_eq!(imported.report.format, ImportFormat::ChainweaverJsonl);
+    assert_eq!(imported.tools_of("a"), ["x", "y"]);
+    assert!(imported.report.rejects.is_empty());
+
+    let array = write_file(
+        dir.path(),
+        "bom.json",
+        b"\xEF\xBB\xBF[\n  {\"trace_id\": \"b\", \"tool\": \"x\"},\n  {\"trace_id\": \"b\", \"tool\": \"z\"}\n]\n",
+    );
+    let imported = import(&array);
+    assert_eq!(imported.tools_of("b"), ["x", "z"]);
+    assert!(imported.report.rejects.is_empty());
+
+    // A pretty-printed single document.
+    let single = write_file(
+        dir.path(),
+        "run.json",
+        b"{\n  \"trace_id\": \"c\",\n  \"execution_log\": [\n    {\"tool_name\": \"q\"}\n  ]\n}",
+    );
+    let imported = import(&single);
+    assert_eq!(imported.report.format, ImportFormat::ExecutionResult);
+    assert_eq!(imported.tools_of("c"), ["q"]);
 }
