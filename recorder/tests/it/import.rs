@@ -853,3 +853,37 @@ fn byte_order_marks_and_a_missing_final_newline_are_fine() {
     assert_eq!(imported.report.format, ImportFormat::ExecutionResult);
     assert_eq!(imported.tools_of("c"), ["q"]);
 }
+
+#[test]
+fn interleaved_lines_group_by_trace_id_in_order_of_appearance() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        "interleaved.jsonl",
+        br#"{"trace_id": "b", "tool": "b1", "inputs": {"n": 1}}
+{"trace_id": "a", "tool": "a1"}
+{"trace_id": "b", "tool_name": "b2", "outputs": {"ok": true}, "error_type": "Timeout", "error_message": "slow"}
+{"tool": "loose"}
+{"trace_id": "a", "tool": "a2", "step_index": 5, "session_id": "sess-a"}
+{"trace_id": 7, "tool": "n1"}
+"#,
+    );
+    let imported = import(&path);
+    let ids: Vec<&str> = imported
+        .traces()
+        .iter()
+        .map(|t| t.trace_id.as_str())
+        .collect();
+    assert_eq!(ids, ["b", "a", "interleaved:default", "7"]);
+    assert_eq!(imported.tools_of("b"), ["b1", "b2"]);
+    assert_eq!(imported.tools_of("a"), ["a1", "a2"]);
+    assert_eq!(
+        imported.steps_of("a")[1].metadata["source_step_index"],
+        json!(5)
+    );
+    assert_eq!(imported.traces()[1].session_id.as_deref(), Some("sess-a"));
+    let b2 = imported.steps_of("b")[1];
+    assert_eq!(b2.error_type.as_deref(), Some("Timeout"));
+    assert_eq!(b2.error_message.as_deref(), Some("slow"));
+    assert_eq!(imported.report.failed_steps, 1);
+}
