@@ -1,1 +1,411 @@
 //! Importers for the logs agents already write.
+//!
+//! [`import_path`] reads one file, detects its format (or takes the one named in
+//! [`ImportOptions::format`]), turns it into [`ObservedTrace`]s and [`ObservedStep`]s and hands
+//! them to a sink in [`ImportBatch`]es. Every batch holds complete traces (a trace and all its
+//! steps travel together), so a caller can append each batch atomically. Bad records never abort
+//! an import: each becomes a [`Reject`] with its file, line (or record index) and reason, and the
+//! good records around it are still imported.
+//!
+//! Formats ([`ImportFormat`], with the names `--format` takes):
+//!
+//! | name | what |
+//! |---|---|
+//! | `chainweaver-jsonl` | one tool call a line: `trace_id`, `tool`/`tool_name`, `inputs`, `outputs`, ... |
+//! | `chainweaver-events` | agent-trace events: `session_id`, `event`, `tool`, `args`, `result_status`, `latency_ms`, ... |
+//! | `execution-result` | saved flow runs (`flow_name`, `execution_log`, `trace_id`, ...) |
+//! | `openai-messages` | chat-completions messages: a list, JSON Lines of messages, or of `{"messages": [...]}` |
+//! | `tau-bench` | tau-bench result files: records with `task_id`, `trial`, `reward` and `traj` messages |
+//! | `anthropic-messages` | Anthropic messages with `tool_use` / `tool_result` content blocks |
+//! | `spmf` | SPMF sequence files: one sequence a line, items separated by `-1`, ended by `-2` |
+//!
+//! Streaming: JSON Lines are read line by line, JSON arrays element by element, so memory holds one
+//! record at a time plus the traces not yet handed over. Formats whose traces can interleave across
+//! lines (`chainweaver-jsonl`, `chainweaver-events`, and a file of loose messages, which is one
+//! conversation) can only know a trace is complete at the end of the file, so they hand over
+//! their traces at the end.
+
+mod chainweaver_events;
+mod chainweaver_jsonl;
+mod detect;
+mod execution_result;
+mod messages;
+pub mod pyliteral;
+mod records;
+mod spmf;
+mod tau_bench;
+mod values;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{RecorderError, Result};
+use crate::model::{ObservedStep, ObservedTrace};
+
+pub use detect::detect_format;
+
+/// The log formats ChainWeaver imports. Each has a stable kebab-case name ([`ImportFormat::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImportFormat {
+    /// The Python ChainWeaver tool-call records, one call a line.
+    ChainweaverJsonl,
+    /// The Python ChainWeaver agent-trace events (`tool_call` / `model_call`).
+    ChainweaverEvents,
+    /// Saved `ExecutionResult` flow runs.
+    ExecutionResult,
+    /// OpenAI chat-completions messages.
+    OpenaiMessages,
+    /// tau-bench result files.
+    TauBench,
+    /// Anthropic messages.
+    AnthropicMessages,
+    /// SPMF sequence files.
+    Spmf,
+}
+
+impl ImportFormat {
+    /// Every format, in the order the documentation lists them.
+    pub const ALL: [ImportFormat; 7] = [
+        ImportFormat::ChainweaverJsonl,
+        ImportFormat::ChainweaverEvents,
+        ImportFormat::ExecutionResult,
+        ImportFormat::OpenaiMessages,
+        ImportFormat::TauBench,
+        ImportFormat::AnthropicMessages,
+        ImportFormat::Spmf,
+    ];
+
+    /// The name `--format` takes and reports print.
+    pub fn name(self) -> &'static str {
+        match self {
+            ImportFormat::ChainweaverJsonl => "chainweaver-jsonl",
+            ImportFormat::ChainweaverEvents => "chainweaver-events",
+            ImportFormat::ExecutionResult => "execution-result",
+            ImportFormat::OpenaiMessages => "openai-messages",
+            ImportFormat::TauBench => "tau-bench",
+            ImportFormat::AnthropicMessages => "anthropic-messages",
+            ImportFormat::Spmf => "spmf",
+        }
+    }
+}
+
+impl fmt::Display for ImportFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for ImportFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ImportFormat::ALL
+            .into_iter()
+            .find(|format| format.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ImportFormat::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown import format {s:?}; known formats: {}",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// How to import a file.
+#[derive(Debug, Clone)]
+pub struct ImportOptions {
+    /// The format; `None` detects it from the first bytes and the first record.
+    pub format: Option<ImportFormat>,
+    /// Hand a batch to the sink once it holds at least this many steps (traces are never split).
+    pub batch_steps: usize,
+    /// The traces' `source`; by default `import:<format>:<file name>`.
+    pub source: Option<String>,
+    /// Put in front of every imported trace id, to keep ids of different imports apart.
+    pub trace_id_prefix: Option<String>,
+    /// A line (or single JSON document) longer than this is rejected instead of read into memory.
+    pub max_record_bytes: usize,
+}
+
+impl Default for ImportOptions {
+    fn default() -> Self {
+        Self {
+            format: None,
+            batch_steps: 10_000,
+            source: None,
+            trace_id_prefix: None,
+            max_record_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+/// Complete traces with all their steps, ready for one atomic append.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ImportBatch {
+    /// The traces, each complete.
+    pub traces: Vec<ObservedTrace>,
+    /// The steps of `traces`, trace by trace, each trace's steps in step order.
+    pub steps: Vec<ObservedStep>,
+}
+
+/// How far an import has got, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportProgress {
+    /// Bytes of the file read so far.
+    pub bytes_read: u64,
+    /// The file's size.
+    pub total_bytes: u64,
+    /// Traces handed to the sink so far.
+    pub traces: u64,
+    /// Steps handed to the sink so far.
+    pub steps: u64,
+}
+
+/// What a reject's `line` counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RejectUnit {
+    /// A 1-based line of the file.
+    Line,
+    /// A 1-based element of a JSON array file (or 1 for a single JSON document).
+    Record,
+}
+
+/// One record that could not be imported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reject {
+    /// The file the record is in.
+    pub path: PathBuf,
+    /// 1-based line, or record index when `unit` is [`RejectUnit::Record`].
+    pub line: u64,
+    /// What `line` counts.
+    pub unit: RejectUnit,
+    /// Why the record was not imported.
+    pub reason: String,
+    /// The start of the offending record, truncated, invalid UTF-8 replaced.
+    pub excerpt: String,
+}
+
+impl fmt::Display for Reject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.unit {
+            RejectUnit::Line => write!(f, "{}:{}: {}", self.path.display(), self.line, self.reason),
+            RejectUnit::Record => write!(
+                f,
+                "{}: record {}: {}",
+                self.path.display(),
+                self.line,
+                self.reason
+            ),
+        }
+    }
+}
+
+/// The outcome of one import.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImportReport {
+    /// The file imported.
+    pub path: PathBuf,
+    /// Its format, detected or named.
+    pub format: ImportFormat,
+    /// Traces handed to the sink.
+    pub traces: u64,
+    /// Steps handed to the sink.
+    pub steps: u64,
+    /// Of those, steps that record a failed call.
+    pub failed_steps: u64,
+    /// Records that were not imported, in file order.
+    pub rejects: Vec<Reject>,
+}
+
+/// Imports one file. Batches go to `sink` (an error from the sink stops the import and is
+/// returned); `progress` hears about bytes read. Rejected records are listed in the report; the
+/// import itself fails only when the file cannot be read or its format cannot be told.
+pub fn import_path(
+    path: &Path,
+    options: &ImportOptions,
+    sink: &mut dyn FnMut(ImportBatch) -> Result<()>,
+    progress: &mut dyn FnMut(ImportProgress),
+) -> Result<ImportReport> {
+    let total_bytes = std::fs::metadata(path)
+        .map_err(|source| RecorderError::Io {
+            path: path.to_owned(),
+            source,
+        })?
+        .len();
+    let (format, layout) = match options.format {
+        Some(format) => (format, detect::detect_layout(path, format)?),
+        None => detect::detect(path)?,
+    };
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let source = options
+        .source
+        .clone()
+        .unwrap_or_else(|| format!("import:{}:{file_name}", format.name()));
+    let mut out = Output {
+        path: path.to_owned(),
+        stem: values::file_stem(path),
+        source,
+        prefix: options.trace_id_prefix.clone().unwrap_or_default(),
+        batch_steps: options.batch_steps.max(1),
+        max_record_bytes: options.max_record_bytes,
+        sink,
+        progress,
+        pending: ImportBatch::default(),
+        pending_steps: 0,
+        seen_trace_ids: HashSet::new(),
+        report: ImportReport {
+            path: path.to_owned(),
+            format,
+            traces: 0,
+            steps: 0,
+            failed_steps: 0,
+            rejects: Vec::new(),
+        },
+        bytes_read: 0,
+        total_bytes,
+        last_progress: 0,
+    };
+    match format {
+        ImportFormat::Spmf => spmf::import(&mut out)?,
+        ImportFormat::ChainweaverJsonl => {
+            let mut handler = chainweaver_jsonl::Handler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::ChainweaverEvents => {
+            let mut handler = chainweaver_events::Handler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::ExecutionResult => {
+            let mut handler = execution_result::Handler;
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::OpenaiMessages | ImportFormat::AnthropicMessages => {
+            let mut handler = messages::Handler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::TauBench => {
+            let mut handler = tau_bench::Handler;
+            records::read(layout, &mut out, &mut handler)?;
+        }
+    }
+    out.flush()?;
+    out.bytes_read = out.total_bytes;
+    out.report_progress(true);
+    Ok(out.report)
+}
+
+/// Where a record came from, for rejects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Position {
+    pub line: u64,
+    pub unit: RejectUnit,
+}
+
+/// What every format handler writes to: finished traces, rejects and progress.
+pub(crate) struct Output<'a> {
+    pub path: PathBuf,
+    /// The file name without its extension, for trace ids made up from the file.
+    pub stem: String,
+    source: String,
+    prefix: String,
+    batch_steps: usize,
+    pub max_record_bytes: usize,
+    sink: &'a mut dyn FnMut(ImportBatch) -> Result<()>,
+    progress: &'a mut dyn FnMut(ImportProgress),
+    pending: ImportBatch,
+    pending_steps: usize,
+    seen_trace_ids: HashSet<String>,
+    report: ImportReport,
+    pub bytes_read: u64,
+    total_bytes: u64,
+    last_progress: u64,
+}
+
+impl Output<'_> {
+    /// Hands over one complete trace. Fills in the source when the handler left it empty, applies
+    /// the id prefix, keeps ids unique within the import (a repeated id gets `~2`, `~3`, ... and
+    /// the original in metadata) and numbers the steps 0, 1, 2, ...
+    pub fn emit(&mut self, mut trace: ObservedTrace, mut steps: Vec<ObservedStep>) -> Result<()> {
+        if trace.source.is_empty() {
+            trace.source.clone_from(&self.source);
+        }
+        let mut trace_id = format!("{}{}", self.prefix, trace.trace_id);
+        if self.seen_trace_ids.contains(&trace_id) {
+            let mut n = 2u64;
+            while self.seen_trace_ids.contains(&format!("{trace_id}~{n}")) {
+                n += 1;
+            }
+            trace.metadata.insert(
+                "original_trace_id".to_owned(),
+                Value::String(trace.trace_id.clone()),
+            );
+            trace_id = format!("{trace_id}~{n}");
+        }
+        self.seen_trace_ids.insert(trace_id.clone());
+        trace.trace_id.clone_from(&trace_id);
+        for (index, step) in steps.iter_mut().enumerate() {
+            step.trace_id.clone_from(&trace_id);
+            step.step_index = u32::try_from(index).unwrap_or(u32::MAX);
+            if step.is_error() {
+                self.report.failed_steps += 1;
+            }
+        }
+        self.report.traces += 1;
+        self.report.steps += steps.len() as u64;
+        self.pending_steps += steps.len();
+        self.pending.traces.push(trace);
+        self.pending.steps.append(&mut steps);
+        if self.pending_steps >= self.batch_steps {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Records a rejected record.
+    pub fn reject(&mut self, at: Position, reason: impl Into<String>, excerpt: String) {
+        self.report.rejects.push(Reject {
+            path: self.path.clone(),
+            line: at.line,
+            unit: at.unit,
+            reason: reason.into(),
+            excerpt,
+        });
+    }
+
+    /// Notes how far the reader got and tells the progress callback every 256 KiB.
+    pub fn advance(&mut self, bytes_read: u64) {
+        self.bytes_read = bytes_read;
+        self.report_progress(false);
+    }
+
+    fn report_progress(&mut self, force: bool) {
+        if force || self.bytes_read >= self.last_progress + 256 * 1024 {
+            self.last_progress = self.bytes_read;
+            (self.progress)(ImportProgress {
+                bytes_read: self.bytes_read,
+                total_bytes: self.total_bytes,
+                traces: self.report.traces,
+                steps: self.report.steps,
+            });
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.pending.traces.is_empty() {
+            return Ok(());
+        }
+        let batch = std::mem::take(&mut self.pending);
+        self.pending_steps = 0;
+        (self.sink)(batch)
+    }
+}

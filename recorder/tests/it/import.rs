@@ -1,1 +1,889 @@
-//! import tests.
+//! Importers: the shared real datasets, the project's own fixtures, and a suite of bad input.
+
+// The helpers below are test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chainweaver_recorder::RecorderError;
+use chainweaver_recorder::import::{
+    ImportBatch, ImportFormat, ImportOptions, ImportProgress, ImportReport, RejectUnit, import_path,
+};
+use chainweaver_recorder::model::{ObservedStep, ObservedTrace};
+use serde_json::{Value, json};
+
+use super::shared_datasets;
+
+/// Everything one import produced.
+struct Imported {
+    report: ImportReport,
+    batches: Vec<ImportBatch>,
+    progress: Vec<ImportProgress>,
+}
+
+impl Imported {
+    fn traces(&self) -> Vec<&ObservedTrace> {
+        self.batches.iter().flat_map(|b| &b.traces).collect()
+    }
+
+    fn steps(&self) -> Vec<&ObservedStep> {
+        self.batches.iter().flat_map(|b| &b.steps).collect()
+    }
+
+    fn steps_of(&self, trace_id: &str) -> Vec<&ObservedStep> {
+        self.steps()
+            .into_iter()
+            .filter(|s| s.trace_id == trace_id)
+            .collect()
+    }
+
+    fn tools_of(&self, trace_id: &str) -> Vec<String> {
+        self.steps_of(trace_id)
+            .iter()
+            .map(|s| s.tool_name.clone())
+            .collect()
+    }
+}
+
+fn import_with(path: &Path, options: &ImportOptions) -> Result<Imported, RecorderError> {
+    let mut batches = Vec::new();
+    let mut progress = Vec::new();
+    let report = import_path(
+        path,
+        options,
+        &mut |batch| {
+            batches.push(batch);
+            Ok(())
+        },
+        &mut |p| progress.push(p),
+    )?;
+    check_batches(&batches);
+    Ok(Imported {
+        report,
+        batches,
+        progress,
+    })
+}
+
+fn import(path: &Path) -> Imported {
+    import_with(path, &ImportOptions::default()).unwrap()
+}
+
+/// Every batch holds whole traces: each step's trace is in the same batch, no trace is split
+/// over batches, and steps are numbered 0, 1, 2, ... within their trace.
+fn check_batches(batches: &[ImportBatch]) {
+    let mut seen = HashSet::new();
+    for batch in batches {
+        let ids: HashSet<&str> = batch.traces.iter().map(|t| t.trace_id.as_str()).collect();
+        for id in &ids {
+            assert!(
+                seen.insert(id.to_string()),
+                "trace {id} appears in two batches"
+            );
+        }
+        let mut next_index: BTreeMap<&str, u32> = BTreeMap::new();
+        for step in &batch.steps {
+            assert!(
+                ids.contains(step.trace_id.as_str()),
+                "step of {} outside its trace's batch",
+                step.trace_id
+            );
+            let expected = next_index.entry(step.trace_id.as_str()).or_insert(0);
+            assert_eq!(
+                step.step_index, *expected,
+                "step order in {}",
+                step.trace_id
+            );
+            *expected += 1;
+        }
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../datasets/fixtures/import")
+        .join(name)
+}
+
+fn write_file(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::File::create(&path)
+        .unwrap()
+        .write_all(bytes)
+        .unwrap();
+    path
+}
+
+// ---------------------------------------------------------------------------------------------
+// The shared datasets
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn chainweaver_jsonl_example_gives_four_traces_and_eleven_steps() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let path = datasets.join("chainweaver-examples/agent_tool_trace.jsonl");
+    let imported = import(&path);
+    assert_eq!(imported.report.format, ImportFormat::ChainweaverJsonl);
+    assert!(
+        imported.report.rejects.is_empty(),
+        "{:?}",
+        imported.report.rejects
+    );
+
+    // An independent count: lines, and distinct trace ids in order of appearance.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut ids: Vec<String> = Vec::new();
+    let mut lines = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        lines += 1;
+        let id = serde_json::from_str::<Value>(line).unwrap()["trace_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    }
+    assert_eq!((ids.len(), lines), (4, 11));
+    assert_eq!(imported.report.traces, ids.len() as u64);
+    assert_eq!(imported.report.steps, lines);
+    let trace_ids: Vec<&str> = imported
+        .traces()
+        .iter()
+        .map(|t| t.trace_id.as_str())
+        .collect();
+    assert_eq!(trace_ids, ids);
+    assert_eq!(
+        imported.tools_of("req-1"),
+        ["fetch", "validate", "transform"]
+    );
+    assert_eq!(imported.tools_of("req-4"), ["fetch", "summarize"]);
+    let first = imported.steps_of("req-1")[0];
+    assert_eq!(
+        first.inputs,
+        json!({"url": "https://api.example.com/orders"})
+    );
+    assert_eq!(first.outputs, Some(json!({"body": "<json>"})));
+    assert_eq!(
+        imported.traces()[0].source,
+        "import:chainweaver-jsonl:agent_tool_trace.jsonl"
+    );
+}
+
+#[test]
+fn execution_result_example_imports_despite_missing_fields() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let imported = import(&datasets.join("chainweaver-examples/example_trace.json"));
+    assert_eq!(imported.report.format, ImportFormat::ExecutionResult);
+    assert!(
+        imported.report.rejects.is_empty(),
+        "{:?}",
+        imported.report.rejects
+    );
+    let traces = imported.traces();
+    assert_eq!(traces.len(), 1);
+    let trace = traces[0];
+    assert_eq!(trace.trace_id, "a1b2c3d4e5f60718192021222324252");
+    assert_eq!(trace.metadata["flow_name"], json!("etl-pipeline"));
+    assert!(trace.started_at.is_some());
+    let trace_id = trace.trace_id.clone();
+    assert_eq!(
+        imported.tools_of(&trace_id),
+        ["fetch_data", "transform_records", "store_results"]
+    );
+    let steps = imported.steps_of(&trace_id);
+    assert_eq!(steps[0].duration_ms, Some(45.2));
+    assert_eq!(steps[2].outputs, Some(json!({"stored_count": 3})));
+    assert_eq!(imported.report.failed_steps, 0);
+}
+
+/// What an independent walk of one tau-bench file finds, trajectory by trajectory: each tool
+/// call's name and whether its result says the call failed.
+fn walk_tau_bench(path: &Path) -> Vec<Vec<(String, bool)>> {
+    let records: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    records
+        .iter()
+        .map(|record| {
+            let traj = record["traj"].as_array().unwrap();
+            let mut calls = Vec::new();
+            for (i, message) in traj.iter().enumerate() {
+                let Some(tool_calls) = message.get("tool_calls").and_then(Value::as_array) else {
+                    continue;
+                };
+                for (k, call) in tool_calls.iter().enumerate() {
+                    let name = call["function"]["name"].as_str().unwrap().to_owned();
+                    // In these files every call is answered by the message that follows, in order.
+                    let result = traj.get(i + 1 + k).filter(|m| m["role"] == "tool");
+                    let content = result.and_then(|m| m["content"].as_str()).unwrap_or("");
+                    let failed = content.starts_with("Error:")
+                        || (content.starts_with("# var_") && content.contains("= \"Error:"));
+                    calls.push((name, failed));
+                }
+            }
+            calls
+        })
+        .collect()
+}
+
+#[test]
+fn tau_bench_retail_imports_every_trajectory_and_tool_call() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let dir = datasets.join("tau-bench-retail");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 4);
+
+    let (mut trajectories, mut calls, mut failed, mut plain_errors) = (0u64, 0u64, 0u64, 0u64);
+    let (mut imported_traces, mut imported_steps, mut imported_failed) = (0u64, 0u64, 0u64);
+    let mut python_arguments = 0u64;
+    let mut first_call_by_file = Vec::new();
+    for file in &files {
+        let expected = walk_tau_bench(file);
+        let raw = std::fs::read_to_string(file).unwrap();
+        plain_errors += raw.matches(r#""content": "Error:"#).count() as u64;
+        trajectories += expected.len() as u64;
+        calls += expected.iter().map(Vec::len).sum::<usize>() as u64;
+        failed += expected.iter().flatten().filter(|(_, f)| *f).count() as u64;
+
+        // Small batches, so that the batch invariants are exercised across many batches.
+        let options = ImportOptions {
+            batch_steps: 50,
+            ..ImportOptions::default()
+        };
+        let imported = import_with(file, &options).unwrap();
+        assert_eq!(
+            imported.report.format,
+            ImportFormat::TauBench,
+            "{}",
+            file.display()
+        );
+        assert!(
+            imported.report.rejects.is_empty(),
+            "{:?}",
+            imported.report.rejects
+        );
+        assert!(imported.batches.len() > 1);
+        imported_traces += imported.report.traces;
+        imported_steps += imported.report.steps;
+        imported_failed += imported.report.failed_steps;
+
+        // Trajectory by trajectory, call by call: same tools, same failures.
+        let traces = imported.traces();
+        assert_eq!(traces.len(), expected.len());
+        for (trace, expected_calls) in traces.iter().zip(&expected) {
+            let got: Vec<(String, bool)> = imported
+                .steps_of(&trace.trace_id)
+                .iter()
+                .map(|s| (s.tool_name.clone(), s.is_error()))
+                .collect();
+            assert_eq!(&got, expected_calls, "{}", trace.trace_id);
+            assert!(trace.metadata.contains_key("reward"));
+            assert!(trace.metadata.contains_key("task_id"));
+            // Crashed runs have no steps and keep their error.
+            assert_eq!(
+                expected_calls.is_empty(),
+                trace.metadata.contains_key("run_error")
+            );
+        }
+        for step in imported.steps() {
+            assert!(
+                step.inputs.is_object(),
+                "{}#{}: {}",
+                step.trace_id,
+                step.step_index,
+                step.inputs
+            );
+            assert!(!step.metadata.contains_key("arguments_unparsed"));
+            assert!(!step.metadata.contains_key("result_missing"));
+            if step.metadata.get("arguments_syntax") == Some(&json!("python")) {
+                python_arguments += 1;
+            }
+            if step.is_error() {
+                assert_eq!(step.error_type.as_deref(), Some("ToolError"));
+                assert!(step.error_message.as_deref().unwrap().starts_with("Error"));
+                assert_eq!(step.outputs, None);
+            } else {
+                assert!(step.outputs.is_some());
+            }
+        }
+        let stem = file.file_stem().unwrap().to_string_lossy().into_owned();
+        first_call_by_file.push(imported.steps_of(&format!("{stem}/0/0"))[0].clone());
+        let last = imported.progress.last().unwrap();
+        assert_eq!(last.bytes_read, last.total_bytes);
+    }
+    assert_eq!(imported_traces, trajectories);
+    assert_eq!(imported_steps, calls);
+    assert_eq!(imported_failed, failed);
+    // The figures the independent walk gives for these files (the dataset README rounds them
+    // differently; see the import module's report).
+    assert_eq!((trajectories, calls, plain_errors), (400, 2_773, 59));
+    assert!(python_arguments > 1_000);
+    // Task 0 starts with the same lookup in every run: Python-literal arguments (the assertions
+    // files) parse to exactly the JSON the tool-calling files wrote.
+    for step in &first_call_by_file {
+        assert_eq!(step.tool_name, "find_user_id_by_name_zip");
+        assert_eq!(
+            step.inputs,
+            json!({"first_name": "Yusuf", "last_name": "Rossi", "zip": "19122"})
+        );
+    }
+    assert_ne!(
+        first_call_by_file[0].metadata.get("arguments_syntax"),
+        first_call_by_file[2].metadata.get("arguments_syntax")
+    );
+}
+
+#[test]
+fn spmf_sign_imports_one_trace_per_sequence() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let path = datasets.join("spm/SIGN.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let sequences = text.lines().filter(|l| !l.trim().is_empty()).count() as u64;
+    let items = text
+        .split_whitespace()
+        .filter(|t| *t != "-1" && *t != "-2")
+        .count() as u64;
+    let imported = import(&path);
+    assert_eq!(imported.report.format, ImportFormat::Spmf);
+    assert!(imported.report.rejects.is_empty());
+    assert_eq!(
+        (imported.report.traces, imported.report.steps),
+        (sequences, items)
+    );
+    assert_eq!((sequences, items), (730, 37_958));
+    let first_line: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .filter(|t| *t != "-1" && *t != "-2")
+        .collect();
+    assert_eq!(imported.tools_of("SIGN:1"), first_line);
+    assert!(imported.steps().iter().all(|s| s.inputs == json!({})));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The project's fixtures
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn chainweaver_events_group_by_session() {
+    let imported = import(&fixture("events.jsonl"));
+    assert_eq!(imported.report.format, ImportFormat::ChainweaverEvents);
+    assert!(imported.report.rejects.is_empty());
+    assert_eq!(
+        (
+            imported.report.traces,
+            imported.report.steps,
+            imported.report.failed_steps
+        ),
+        (2, 5, 1)
+    );
+    assert_eq!(
+        imported.tools_of("s1"),
+        ["search_code", "read_file", "edit_file"]
+    );
+    assert_eq!(imported.tools_of("s2"), ["search_code", "read_file"]);
+    let s1 = imported
+        .traces()
+        .into_iter()
+        .find(|t| t.trace_id == "s1")
+        .unwrap()
+        .clone();
+    assert_eq!(s1.metadata["model_calls"], json!(2));
+    assert_eq!(s1.metadata["input_tokens"], json!(2700));
+    assert!(s1.started_at.unwrap() < s1.ended_at.unwrap());
+    let edit = imported.steps_of("s1")[2];
+    assert!(edit.is_error());
+    assert_eq!(edit.duration_ms, Some(7.0));
+    assert_eq!(
+        edit.inputs,
+        json!({"path": "src/config.rs", "patch": "..."})
+    );
+}
+
+#[test]
+fn openai_message_list_pairs_calls_with_results() {
+    let imported = import(&fixture("openai_messages.json"));
+    assert_eq!(imported.report.format, ImportFormat::OpenaiMessages);
+    assert_eq!(
+        (
+            imported.report.traces,
+            imported.report.steps,
+            imported.report.failed_steps
+        ),
+        (1, 4, 1)
+    );
+    let steps = imported.steps_of("openai_messages");
+    assert_eq!(steps[0].outputs, Some(json!("ana_lima_1")));
+    assert_eq!(
+        serde_json::to_string(steps[1].outputs.as_ref().unwrap()).unwrap(),
+        r##"{"orders":["#W1","#W2"],"balance":10.50}"##
+    );
+    assert_eq!(
+        steps[2].inputs,
+        json!({"order_id": "#W1", "verbose": true, "limit": null})
+    );
+    assert_eq!(
+        steps[2].error_message.as_deref(),
+        Some("Error: order not found")
+    );
+    assert_eq!(steps[3].outputs, None);
+    assert_eq!(steps[3].metadata["result_missing"], json!(true));
+}
+
+#[test]
+fn openai_conversation_lines_reject_only_the_bad_one() {
+    let imported = import(&fixture("openai_conversations.jsonl"));
+    assert_eq!(imported.report.format, ImportFormat::OpenaiMessages);
+    assert_eq!(imported.report.traces, 2);
+    let rejects = &imported.report.rejects;
+    assert_eq!(rejects.len(), 1);
+    assert_eq!((rejects[0].line, rejects[0].unit), (2, RejectUnit::Line));
+    assert!(
+        rejects[0].reason.contains("messages[0]: tool_calls[0]"),
+        "{}",
+        rejects[0].reason
+    );
+    assert!(rejects[0].excerpt.contains("conv-b"));
+    assert_eq!(
+        imported.steps_of("conv-a")[0].outputs,
+        Some(json!({"temp_c": 21}))
+    );
+    assert_eq!(imported.traces()[0].metadata["model"], json!("gpt-4o"));
+    // The legacy function_call / role function pair.
+    assert_eq!(
+        imported.steps_of("openai_conversations:3")[0].outputs,
+        Some(json!({"temp_c": 18}))
+    );
+}
+
+#[test]
+fn anthropic_messages_use_tool_use_and_tool_result_blocks() {
+    let imported = import(&fixture("anthropic_messages.jsonl"));
+    assert_eq!(imported.report.format, ImportFormat::AnthropicMessages);
+    let steps = imported.steps_of("anthropic_messages");
+    assert_eq!(steps.len(), 2);
+    assert_eq!(steps[0].call_id.as_deref(), Some("toolu_01"));
+    assert_eq!(
+        serde_json::to_string(steps[0].outputs.as_ref().unwrap()).unwrap(),
+        r#"{"order_id":17,"total":99.90}"#
+    );
+    assert_eq!(
+        serde_json::to_string(&steps[1].inputs).unwrap(),
+        r#"{"order_id":17,"amount":99.90}"#
+    );
+    assert_eq!(
+        steps[1].error_message.as_deref(),
+        Some("refunds are disabled")
+    );
+    assert_eq!(imported.report.failed_steps, 1);
+}
+
+#[test]
+fn named_format_overrides_detection_and_options_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two ids collide; the prefix applies to both and the second gets a suffix.
+    let path = write_file(
+        dir.path(),
+        "runs.jsonl",
+        br#"{"trace_id": "r", "execution_log": [{"tool_name": "a"}]}
+{"trace_id": "r", "execution_log": [{"tool_name": "b"}]}
+"#,
+    );
+    let options = ImportOptions {
+        format: Some(ImportFormat::ExecutionResult),
+        source: Some("nightly".to_owned()),
+        trace_id_prefix: Some("n1/".to_owned()),
+        ..ImportOptions::default()
+    };
+    let imported = import_with(&path, &options).unwrap();
+    let ids: Vec<&str> = imported
+        .traces()
+        .iter()
+        .map(|t| t.trace_id.as_str())
+        .collect();
+    assert_eq!(ids, ["n1/r", "n1/r~2"]);
+    assert_eq!(
+        imported.traces()[1].metadata["original_trace_id"],
+        json!("r")
+    );
+    assert!(imported.traces().iter().all(|t| t.source == "nightly"));
+    assert_eq!(imported.tools_of("n1/r~2"), ["b"]);
+    assert_eq!(
+        "tau-bench".parse::<ImportFormat>().unwrap(),
+        ImportFormat::TauBench
+    );
+    assert!(
+        "csv"
+            .parse::<ImportFormat>()
+            .unwrap_err()
+            .contains("chainweaver-jsonl")
+    );
+    for format in ImportFormat::ALL {
+        assert_eq!(format.name().parse::<ImportFormat>().unwrap(), format);
+    }
+}
+
+#[test]
+fn sink_errors_stop_the_import() {
+    let mut calls = 0;
+    let err = import_path(
+        &fixture("events.jsonl"),
+        &ImportOptions::default(),
+        &mut |_| {
+            calls += 1;
+            Err(RecorderError::WriterGone("store closed".to_owned()))
+        },
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(matches!(err, RecorderError::WriterGone(_)));
+    assert_eq!(calls, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad input
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn bad_lines_are_rejected_with_their_line_and_good_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let huge = "x".repeat(5 * 1024 * 1024);
+    let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(b"{\"trace_id\": \"t\", \"tool\": \"first\", \"inputs\": {}}\n"); // 1
+    bytes.extend_from_slice(b"{\"trace_id\": \"t\", \"tool\": \"trunc\", \"inputs\": {\n"); // 2
+    bytes.extend_from_slice(b"{\"trace_id\": \"t\", \"tool\": 42, \"inputs\": {}}\n"); // 3
+    bytes.extend_from_slice(
+        b"{\"trace_id\": \"t\", \"tool\": \"s\", \"inputs\": \"not an object\"}\n",
+    ); // 4
+    bytes.extend_from_slice(
+        format!(
+            "{{\"trace_id\": \"t\", \"tool\": \"huge\", \"inputs\": {{\"blob\": \"{huge}\"}}}}\n"
+        )
+        .as_bytes(),
+    ); // 5
+    bytes.extend_from_slice(
+        b"{\"trace_id\": \"t\", \"tool\": \"bad\xff\xfeutf8\", \"inputs\": {}}\n",
+    ); // 6
+    bytes.extend_from_slice(
+        format!("{{\"trace_id\": \"t\", \"tool\": \"deep\", \"inputs\": {{\"d\": {deep}}}}}\n")
+            .as_bytes(),
+    ); // 7
+    bytes.extend_from_slice(b"[1, 2]\n"); // 8
+    bytes.extend_from_slice(b"{\"trace_id\": {\"x\": 1}, \"tool\": \"t\"}\n"); // 9
+    bytes.extend_from_slice(b"{\"trace_id\": \"t\", \"tool\": \"last\", \"inputs\": {}}\r\n"); // 10
+    bytes.extend_from_slice(b"\n"); // 11: a trailing empty line
+    let path = write_file(dir.path(), "mixed.jsonl", &bytes);
+
+    let imported = import(&path);
+    assert_eq!(imported.report.format, ImportFormat::ChainweaverJsonl);
+    assert_eq!(imported.tools_of("t"), ["first", "huge", "last"]);
+    assert_eq!(
+        imported.steps_of("t")[1].inputs["blob"]
+            .as_str()
+            .unwrap()
+            .len(),
+        huge.len()
+    );
+    let rejects: Vec<(u64, &str)> = imported
+        .report
+        .rejects
+        .iter()
+        .map(|r| (r.line, r.reason.as_str()))
+        .collect();
+    let lines: Vec<u64> = rejects.iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, [2, 3, 4, 6, 7, 8, 9], "{rejects:#?}");
+    assert!(
+        rejects[0].1.starts_with("truncated JSON"),
+        "{}",
+        rejects[0].1
+    );
+    assert!(
+        rejects[1]
+            .1
+            .contains("`tool` must be a string, got a number")
+    );
+    assert!(
+        rejects[2]
+            .1
+            .contains("`inputs` must be a JSON object, got a string")
+    );
+    assert!(rejects[3].1.contains("invalid UTF-8 at byte"));
+    assert!(rejects[4].1.contains("recursion limit"), "{}", rejects[4].1);
+    assert!(rejects[5].1.contains("got an array"));
+    assert!(
+        rejects[6]
+            .1
+            .contains("`trace_id` must be a string or a number")
+    );
+    for reject in &imported.report.rejects {
+        assert_eq!(reject.unit, RejectUnit::Line);
+        assert!(reject.excerpt.chars().count() <= 201);
+        assert!(
+            reject
+                .to_string()
+                .starts_with(&format!("{}:{}: ", path.display(), reject.line))
+        );
+    }
+    assert!(imported.report.rejects[3].excerpt.contains('\u{FFFD}'));
+}
+
+#[test]
+fn lines_over_the_size_limit_are_rejected_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = format!(
+        "{{\"tool\": \"big\", \"inputs\": {{\"s\": \"{}\"}}}}\n",
+        "y".repeat(10_000)
+    );
+    let path = write_file(
+        dir.path(),
+        "big.jsonl",
+        format!("{{\"tool\": \"a\"}}\n{big}{{\"tool\": \"b\"}}\n").as_bytes(),
+    );
+    let options = ImportOptions {
+        max_record_bytes: 1_000,
+        ..ImportOptions::default()
+    };
+    let imported = import_with(&path, &options).unwrap();
+    assert_eq!(imported.tools_of("big:default"), ["a", "b"]);
+    assert_eq!(imported.report.rejects.len(), 1);
+    assert_eq!(imported.report.rejects[0].line, 2);
+    assert!(
+        imported.report.rejects[0]
+            .reason
+            .contains("longer than the 1000 byte limit")
+    );
+}
+
+#[test]
+fn empty_and_unknown_files_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = write_file(dir.path(), "empty.jsonl", b"");
+    let blank = write_file(dir.path(), "blank.json", b"  \n\n");
+    for path in [&empty, &blank] {
+        let message = import_with(path, &ImportOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(message.contains(&path.display().to_string()), "{message}");
+        assert!(message.contains("empty"), "{message}");
+    }
+    // With the format named, an empty file is simply nothing to import.
+    let options = ImportOptions {
+        format: Some(ImportFormat::ChainweaverJsonl),
+        ..ImportOptions::default()
+    };
+    let imported = import_with(&empty, &options).unwrap();
+    assert_eq!(
+        (imported.report.traces, imported.report.rejects.len()),
+        (0, 0)
+    );
+
+    let csv = write_file(dir.path(), "calls.csv", b"tool,inputs\nfetch,{}\n");
+    let message = import_with(&csv, &ImportOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("calls.csv"), "{message}");
+    assert!(message.contains("tool,inputs"), "{message}");
+    assert!(message.contains("unknown format"), "{message}");
+
+    let other_json = write_file(
+        dir.path(),
+        "other.jsonl",
+        b"{\"temperature\": 3, \"unit\": \"C\"}\n",
+    );
+    let message = import_with(&other_json, &ImportOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.contains("other.jsonl") && message.contains("temperature, unit"),
+        "{message}"
+    );
+
+    let empty_array = write_file(dir.path(), "empty.json", b"[]");
+    let message = import_with(&empty_array, &ImportOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("empty JSON array"), "{message}");
+
+    let missing = dir.path().join("missing.jsonl");
+    let message = import_with(&missing, &ImportOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("missing.jsonl"), "{message}");
+}
+
+#[test]
+fn truncated_array_keeps_the_records_before_the_break() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = |task: u32| {
+        json!({"task_id": task, "trial": 0, "reward": 0.0, "traj": [
+            {"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c", "content": "{}"}
+        ]})
+        .to_string()
+    };
+    let deep = "[".repeat(10_000) + &"]".repeat(10_000);
+    let text = format!(
+        "[{},\n{},\n{{\"task_id\": 2, \"traj\": 7}},\n{{\"traj\": {deep}}},\n{}\n",
+        record(0),
+        record(1),
+        record(3)
+    );
+    let path = write_file(dir.path(), "results.json", text.as_bytes());
+    let imported = import(&path);
+    assert_eq!(imported.report.format, ImportFormat::TauBench);
+    let ids: Vec<&str> = imported
+        .traces()
+        .iter()
+        .map(|t| t.trace_id.as_str())
+        .collect();
+    assert_eq!(ids, ["results/0/0", "results/1/0"]);
+    let rejects = &imported.report.rejects;
+    assert_eq!(rejects.len(), 2, "{rejects:#?}");
+    assert_eq!((rejects[0].line, rejects[0].unit), (3, RejectUnit::Record));
+    assert!(rejects[0].reason.contains("`traj` must be an array"));
+    assert_eq!(rejects[1].line, 4);
+    assert!(
+        rejects[1].reason.contains("recursion limit"),
+        "{}",
+        rejects[1].reason
+    );
+    assert!(rejects[1].to_string().contains("record 4"));
+
+    let two = format!("[{},\n{}]", record(0), record(1));
+    let path = write_file(dir.path(), "cut.json", &two.as_bytes()[..two.len() - 20]);
+    let imported = import(&path);
+    assert_eq!(imported.report.traces, 1);
+    assert!(
+        imported.report.rejects[0]
+            .reason
+            .starts_with("truncated JSON"),
+        "{:?}",
+        imported.report.rejects
+    );
+}
+
+#[test]
+fn wrong_named_format_rejects_lines_instead_of_guessing() {
+    let options = ImportOptions {
+        format: Some(ImportFormat::Spmf),
+        ..ImportOptions::default()
+    };
+    let imported = import_with(&fixture("events.jsonl"), &options).unwrap();
+    assert_eq!(imported.report.traces, 0);
+    assert_eq!(imported.report.rejects.len(), 7);
+    assert!(imported.report.rejects[0].reason.contains("is not an item"));
+
+    let options = ImportOptions {
+        format: Some(ImportFormat::TauBench),
+        ..ImportOptions::default()
+    };
+    let imported = import_with(&fixture("events.jsonl"), &options).unwrap();
+    assert_eq!(imported.report.rejects.len(), 7);
+    assert!(imported.report.rejects[0].reason.contains("missing `traj`"));
+}
+
+#[test]
+fn spmf_bad_lines_and_a_missing_final_newline() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        "seq.txt",
+        b"1 -1 2 -1 -2\n\n3 -1 x -1 -2\n\xff -1 -2\n4 -1 5 -1 -2",
+    );
+    let imported = import(&path);
+    assert_eq!(imported.report.format, ImportFormat::Spmf);
+    assert_eq!(imported.tools_of("seq:1"), ["1", "2"]);
+    assert_eq!(imported.tools_of("seq:5"), ["4", "5"]);
+    let lines: Vec<u64> = imported.report.rejects.iter().map(|r| r.line).collect();
+    assert_eq!(lines, [3, 4]);
+}
+
+#[test]
+fn byte_order_marks_and_a_missing_final_newline_are_fine() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = write_file(
+        dir.path(),
+        "bom.jsonl",
+        b"\xEF\xBB\xBF{\"trace_id\": \"a\", \"tool\": \"x\"}\n{\"trace_id\": \"a\", \"tool\": \"y\"}",
+    );
+    let imported = import(&lines);
+    assert_eq!(imported.report.format, ImportFormat::ChainweaverJsonl);
+    assert_eq!(imported.tools_of("a"), ["x", "y"]);
+    assert!(imported.report.rejects.is_empty());
+
+    let array = write_file(
+        dir.path(),
+        "bom.json",
+        b"\xEF\xBB\xBF[\n  {\"trace_id\": \"b\", \"tool\": \"x\"},\n  {\"trace_id\": \"b\", \"tool\": \"z\"}\n]\n",
+    );
+    let imported = import(&array);
+    assert_eq!(imported.tools_of("b"), ["x", "z"]);
+    assert!(imported.report.rejects.is_empty());
+
+    // A pretty-printed single document.
+    let single = write_file(
+        dir.path(),
+        "run.json",
+        b"{\n  \"trace_id\": \"c\",\n  \"execution_log\": [\n    {\"tool_name\": \"q\"}\n  ]\n}",
+    );
+    let imported = import(&single);
+    assert_eq!(imported.report.format, ImportFormat::ExecutionResult);
+    assert_eq!(imported.tools_of("c"), ["q"]);
+}
+
+#[test]
+fn interleaved_lines_group_by_trace_id_in_order_of_appearance() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(
+        dir.path(),
+        "interleaved.jsonl",
+        br#"{"trace_id": "b", "tool": "b1", "inputs": {"n": 1}}
+{"trace_id": "a", "tool": "a1"}
+{"trace_id": "b", "tool_name": "b2", "outputs": {"ok": true}, "error_type": "Timeout", "error_message": "slow"}
+{"tool": "loose"}
+{"trace_id": "a", "tool": "a2", "step_index": 5, "session_id": "sess-a"}
+{"trace_id": 7, "tool": "n1"}
+"#,
+    );
+    let imported = import(&path);
+    let ids: Vec<&str> = imported
+        .traces()
+        .iter()
+        .map(|t| t.trace_id.as_str())
+        .collect();
+    assert_eq!(ids, ["b", "a", "interleaved:default", "7"]);
+    assert_eq!(imported.tools_of("b"), ["b1", "b2"]);
+    assert_eq!(imported.tools_of("a"), ["a1", "a2"]);
+    assert_eq!(
+        imported.steps_of("a")[1].metadata["source_step_index"],
+        json!(5)
+    );
+    assert_eq!(imported.traces()[1].session_id.as_deref(), Some("sess-a"));
+    let b2 = imported.steps_of("b")[1];
+    assert_eq!(b2.error_type.as_deref(), Some("Timeout"));
+    assert_eq!(b2.error_message.as_deref(), Some("slow"));
+    assert_eq!(imported.report.failed_steps, 1);
+}

@@ -1,0 +1,286 @@
+//! Telling a file's format from its first bytes and its first record.
+
+use std::cell::Cell;
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::path::Path;
+use std::rc::Rc;
+
+use serde_json::Value;
+
+use super::ImportFormat;
+use super::records::{Layout, for_each_element, open};
+use super::values::{excerpt_bytes, json_error, type_name};
+use crate::error::{RecorderError, Result};
+
+/// How much of the file detection looks at before the first record.
+const PREFIX_BYTES: usize = 1024 * 1024;
+/// How many non-empty lines detection tries when looking for a JSON Lines record.
+const PROBE_LINES: usize = 20;
+
+/// Detects the format of the file at `path` without importing it.
+pub fn detect_format(path: &Path) -> Result<ImportFormat> {
+    detect(path).map(|(format, _)| format)
+}
+
+fn error(path: &Path, message: String) -> RecorderError {
+    RecorderError::Import {
+        path: path.to_owned(),
+        line: 1,
+        message,
+    }
+}
+
+fn read_prefix(path: &Path) -> Result<Vec<u8>> {
+    let mut prefix = Vec::new();
+    open(path)?
+        .take(PREFIX_BYTES as u64)
+        .read_to_end(&mut prefix)
+        .map_err(|source| RecorderError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    if prefix.starts_with(b"\xEF\xBB\xBF") {
+        prefix.drain(..3);
+    }
+    Ok(prefix)
+}
+
+fn first_significant(prefix: &[u8]) -> Option<u8> {
+    prefix.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// The first few non-empty lines of the prefix, each parsed as JSON if it parses on its own.
+fn probe_lines(prefix: &[u8]) -> impl Iterator<Item = Option<Value>> + '_ {
+    prefix
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .take(PROBE_LINES)
+        .map(|line| serde_json::from_slice::<Value>(line).ok())
+}
+
+/// A JSON document spread over lines starts with a line holding only `{`; a JSON Lines file
+/// never does (even its first record, if broken, has more on its line).
+fn pretty_printed(prefix: &[u8]) -> bool {
+    prefix
+        .split(|&b| b == b'\n')
+        .find(|line| !line.iter().all(u8::is_ascii_whitespace))
+        .is_some_and(|line| line.trim_ascii() == b"{")
+}
+
+/// How the records of a file whose format is known are laid out.
+pub(crate) fn detect_layout(path: &Path, format: ImportFormat) -> Result<Layout> {
+    if format == ImportFormat::Spmf {
+        return Ok(Layout::Lines);
+    }
+    let prefix = read_prefix(path)?;
+    Ok(match first_significant(&prefix) {
+        Some(b'[') => Layout::Array,
+        Some(b'{') if pretty_printed(&prefix) => Layout::Single,
+        _ => Layout::Lines,
+    })
+}
+
+/// Detects both the format and the layout.
+pub(crate) fn detect(path: &Path) -> Result<(ImportFormat, Layout)> {
+    let prefix = read_prefix(path)?;
+    let known = ImportFormat::ALL.map(ImportFormat::name).join(", ");
+    let Some(first) = first_significant(&prefix) else {
+        return Err(error(
+            path,
+            "the file is empty: there is nothing to import and no format to detect".to_owned(),
+        ));
+    };
+    let (layout, record) = match first {
+        b'[' => (Layout::Array, first_array_element(path)?),
+        b'{' if pretty_printed(&prefix) => (Layout::Single, single_document(path)?),
+        b'{' => match probe_lines(&prefix).flatten().find(Value::is_object) {
+            Some(record) => (Layout::Lines, record),
+            None => (Layout::Single, single_document(path)?),
+        },
+        _ => {
+            if looks_like_spmf(&prefix) {
+                return Ok((ImportFormat::Spmf, Layout::Lines));
+            }
+            let start = prefix
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+                .unwrap_or(0);
+            return Err(error(
+                path,
+                format!(
+                    "unknown format: the file starts with {:?}, which is neither JSON (an object a \
+                     line, an array, or one document) nor an SPMF sequence file; name the format \
+                     (one of {known})",
+                    excerpt_bytes(&prefix[start..start + 80.min(prefix.len() - start)])
+                ),
+            ));
+        }
+    };
+    match classify(&record, &prefix) {
+        Ok(format) => Ok((format, layout)),
+        Err(why) => Err(error(
+            path,
+            format!("unknown format: {why}; name the format (one of {known})"),
+        )),
+    }
+}
+
+fn first_array_element(path: &Path) -> Result<Value> {
+    let mut first = None;
+    let (_, parse_error) = for_each_element(path, Rc::new(Cell::new(0)), &mut |value| {
+        first = Some(value);
+        Ok(ControlFlow::Break(()))
+    })?;
+    match (first, parse_error) {
+        (Some(value), _) => Ok(value),
+        (None, Some(e)) => Err(error(
+            path,
+            format!(
+                "cannot read the first record of the JSON array: {}",
+                json_error(&e, false)
+            ),
+        )),
+        (None, None) => Err(error(
+            path,
+            "the file is an empty JSON array: there is nothing to import and no format to detect"
+                .to_owned(),
+        )),
+    }
+}
+
+fn single_document(path: &Path) -> Result<Value> {
+    let reader = std::io::BufReader::new(open(path)?);
+    serde_json::from_reader(reader).map_err(|e| RecorderError::Import {
+        path: path.to_owned(),
+        line: e.line() as u64,
+        message: format!(
+            "cannot detect the format: the file starts like JSON but neither a line nor the whole \
+             file parses ({})",
+            json_error(&e, false)
+        ),
+    })
+}
+
+/// An SPMF sequence file: its first data line is integers with `-1` / `-2` separators.
+fn looks_like_spmf(prefix: &[u8]) -> bool {
+    // Lossy: a bad byte further down is that line's problem, not the format's.
+    let text = String::from_utf8_lossy(prefix);
+    let Some(line) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with(['#', '%', '@']))
+    else {
+        return false;
+    };
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    tokens.iter().all(|t| t.parse::<i64>().is_ok())
+        && tokens.iter().any(|t| *t == "-1" || *t == "-2")
+}
+
+/// Which format a first record belongs to.
+pub(crate) fn classify(record: &Value, prefix: &[u8]) -> Result<ImportFormat, String> {
+    let Value::Object(map) = record else {
+        return Err(format!(
+            "the first record is {}, not a JSON object",
+            type_name(record)
+        ));
+    };
+    let has = |key: &str| map.contains_key(key);
+    if has("execution_log") {
+        return Ok(ImportFormat::ExecutionResult);
+    }
+    if map.get("traj").is_some_and(Value::is_array) {
+        return Ok(ImportFormat::TauBench);
+    }
+    if map.get("messages").is_some_and(Value::is_array) || has("role") {
+        return Ok(message_dialect(prefix));
+    }
+    let event_kind = map
+        .get("event")
+        .and_then(Value::as_str)
+        .is_some_and(|e| e == "tool_call" || e == "model_call");
+    if event_kind
+        || has("result_status")
+        || has("latency_ms")
+        || (has("session_id") && !has("trace_id"))
+        || (has("args") && !has("inputs"))
+    {
+        return Ok(ImportFormat::ChainweaverEvents);
+    }
+    if has("tool") || has("tool_name") {
+        return Ok(ImportFormat::ChainweaverJsonl);
+    }
+    let keys: Vec<&str> = map.keys().take(12).map(String::as_str).collect();
+    Err(format!(
+        "the first record has the keys [{}], which match no known format",
+        keys.join(", ")
+    ))
+}
+
+/// Anthropic messages carry `tool_use` / `tool_result` blocks; anything else is OpenAI's.
+fn message_dialect(prefix: &[u8]) -> ImportFormat {
+    let anthropic = [&b"\"tool_use\""[..], b"\"tool_result\"", b"\"tool_use_id\""]
+        .iter()
+        .any(|needle| prefix.windows(needle.len()).any(|w| w == *needle));
+    if anthropic {
+        ImportFormat::AnthropicMessages
+    } else {
+        ImportFormat::OpenaiMessages
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classifies_first_records() {
+        let cases = [
+            (
+                json!({"trace_id": "t", "tool": "a", "inputs": {}}),
+                ImportFormat::ChainweaverJsonl,
+            ),
+            (json!({"tool_name": "a"}), ImportFormat::ChainweaverJsonl),
+            (
+                json!({"session_id": "s", "event": "tool_call", "tool": "a", "args": {}}),
+                ImportFormat::ChainweaverEvents,
+            ),
+            (
+                json!({"event": "model_call", "input_tokens": 3}),
+                ImportFormat::ChainweaverEvents,
+            ),
+            (
+                json!({"flow_name": "f", "execution_log": []}),
+                ImportFormat::ExecutionResult,
+            ),
+            (json!({"task_id": 1, "traj": []}), ImportFormat::TauBench),
+            (
+                json!({"role": "user", "content": "hi"}),
+                ImportFormat::OpenaiMessages,
+            ),
+            (json!({"messages": []}), ImportFormat::OpenaiMessages),
+        ];
+        for (record, expected) in cases {
+            assert_eq!(classify(&record, b"").unwrap(), expected, "{record}");
+        }
+        assert_eq!(
+            classify(&json!({"role": "user"}), br#"{"type": "tool_result"}"#).unwrap(),
+            ImportFormat::AnthropicMessages
+        );
+        let err = classify(&json!({"foo": 1, "bar": 2}), b"").unwrap_err();
+        assert!(err.contains("foo, bar"), "{err}");
+        assert!(classify(&json!([1]), b"").unwrap_err().contains("an array"));
+    }
+
+    #[test]
+    fn spmf_lines_are_recognised() {
+        assert!(looks_like_spmf(b"1 -1 2 -1 3 -1 -2\n4 -1 -2\n"));
+        assert!(looks_like_spmf(
+            b"@CONVERTED_FROM_TEXT\n@ITEM=1=a\n1 -1 -2\n"
+        ));
+        assert!(!looks_like_spmf(b"hello world\n"));
+        assert!(!looks_like_spmf(b"1 2 3\n"));
+    }
+}
