@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod datasets;
+mod import;
 mod output;
 mod progress;
 mod store;
@@ -43,8 +44,12 @@ pub struct Global {
         default_value = "chainweaver.db"
     )]
     pub store: PathBuf,
-    /// How results are printed: aligned tables for people, JSON for scripts.
-    #[arg(long, global = true, value_enum, default_value_t = OutputFormat::Table)]
+    /// How results are printed: `table` for people, `json` for scripts. With `import`, an input
+    /// format name (e.g. `spmf`, `tau-bench`) names the format of the files instead.
+    #[arg(long = "format", global = true, value_name = "FORMAT", default_value = "table", value_parser = parse_format_choice)]
+    pub format_choice: FormatChoice,
+    /// Set from `format_choice`: how results are printed.
+    #[arg(skip = OutputFormat::Table)]
     pub format: OutputFormat,
     /// No progress bars.
     #[arg(long, short, global = true)]
@@ -64,8 +69,34 @@ pub enum OutputFormat {
     Json,
 }
 
+/// What `--format` said: an output format, or (for `import`) the input files' format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatChoice {
+    Output(OutputFormat),
+    Input(chainweaver_recorder::import::ImportFormat),
+}
+
+fn parse_format_choice(text: &str) -> Result<FormatChoice, String> {
+    match text {
+        "table" => Ok(FormatChoice::Output(OutputFormat::Table)),
+        "json" => Ok(FormatChoice::Output(OutputFormat::Json)),
+        other => other.parse().map(FormatChoice::Input).map_err(|_| {
+            let names: Vec<&str> = chainweaver_recorder::import::ImportFormat::ALL
+                .iter()
+                .map(|f| f.name())
+                .collect();
+            format!(
+                "use `table` or `json` (or, with `import`, one of: {})",
+                names.join(", ")
+            )
+        }),
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Import agent logs into the store (format detected, or named with --format).
+    Import(import::ImportArgs),
     /// Inspect stored traces: list, show, stats, export, convert.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
@@ -122,9 +153,29 @@ impl std::fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-fn run(cli: Cli) -> anyhow::Result<u8> {
+fn run(mut cli: Cli) -> anyhow::Result<u8> {
+    let input_format = match cli.global.format_choice {
+        FormatChoice::Output(format) => {
+            cli.global.format = format;
+            None
+        }
+        FormatChoice::Input(format) => {
+            if !matches!(cli.command, Command::Import(_)) {
+                return Err(Failure {
+                    code: exit::USAGE,
+                    message: format!(
+                        "--format {format} names an input format, which only `import` takes"
+                    ),
+                    hint: Some("use --format table or --format json".into()),
+                }
+                .into());
+            }
+            Some(format)
+        }
+    };
     let global = &cli.global;
     match cli.command {
+        Command::Import(args) => import::run(args, input_format, global),
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
     }

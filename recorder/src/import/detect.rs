@@ -187,6 +187,11 @@ pub(crate) fn classify(record: &Value, prefix: &[u8]) -> Result<ImportFormat, St
         ));
     };
     let has = |key: &str| map.contains_key(key);
+    if map.get("trace").is_some_and(Value::is_object)
+        && map.get("steps").is_some_and(Value::is_array)
+    {
+        return Ok(ImportFormat::ChainweaverTraces);
+    }
     if has("execution_log") {
         return Ok(ImportFormat::ExecutionResult);
     }
@@ -256,6 +261,10 @@ mod tests {
                 ImportFormat::ExecutionResult,
             ),
             (json!({"task_id": 1, "traj": []}), ImportFormat::TauBench),
+            (
+                json!({"trace": {"trace_id": "t", "source": "s"}, "steps": []}),
+                ImportFormat::ChainweaverTraces,
+            ),
             (
                 json!({"role": "user", "content": "hi"}),
                 ImportFormat::OpenaiMessages,

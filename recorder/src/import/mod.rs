@@ -34,6 +34,7 @@ pub mod pyliteral;
 mod records;
 mod spmf;
 mod tau_bench;
+mod traces_jsonl;
 mod values;
 
 use std::collections::HashSet;
@@ -55,6 +56,8 @@ pub use detect::detect_format;
 pub enum ImportFormat {
     /// The Python ChainWeaver tool-call records, one call a line.
     ChainweaverJsonl,
+    /// ChainWeaver's own lossless export: one trace with its steps a line.
+    ChainweaverTraces,
     /// The Python ChainWeaver agent-trace events (`tool_call` / `model_call`).
     ChainweaverEvents,
     /// Saved `ExecutionResult` flow runs.
@@ -71,8 +74,9 @@ pub enum ImportFormat {
 
 impl ImportFormat {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [ImportFormat; 7] = [
+    pub const ALL: [ImportFormat; 8] = [
         ImportFormat::ChainweaverJsonl,
+        ImportFormat::ChainweaverTraces,
         ImportFormat::ChainweaverEvents,
         ImportFormat::ExecutionResult,
         ImportFormat::OpenaiMessages,
@@ -85,6 +89,7 @@ impl ImportFormat {
     pub fn name(self) -> &'static str {
         match self {
             ImportFormat::ChainweaverJsonl => "chainweaver-jsonl",
+            ImportFormat::ChainweaverTraces => "chainweaver-traces",
             ImportFormat::ChainweaverEvents => "chainweaver-events",
             ImportFormat::ExecutionResult => "execution-result",
             ImportFormat::OpenaiMessages => "openai-messages",
@@ -279,6 +284,10 @@ pub fn import_path(
         ImportFormat::Spmf => spmf::import(&mut out)?,
         ImportFormat::ChainweaverJsonl => {
             let mut handler = chainweaver_jsonl::Handler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::ChainweaverTraces => {
+            let mut handler = traces_jsonl::Handler;
             records::read(layout, &mut out, &mut handler)?;
         }
         ImportFormat::ChainweaverEvents => {
