@@ -1,0 +1,497 @@
+//! Gapped sequential pattern mining: every sequence of items that occurs in order (with any
+//! gap, or at most `max_gap` skipped items between consecutive pattern items) in at least
+//! `min_support` sequences.
+//!
+//! PrefixSpan-style pseudo-projection, depth first. A node's projection lists, per sequence that
+//! contains the pattern, where the pattern can end:
+//!
+//! - unbounded gap: only the earliest end matters (every later item is reachable from it). The
+//!   extensions are the items whose last position in the sequence lies after that end; a
+//!   per-sequence table of (item, last position) sorted by position, latest first, yields them
+//!   without scanning the suffix. The child's earliest end is the first occurrence after the
+//!   parent's end.
+//! - bounded gap `g`: every end position, sorted. The extensions are the items inside the union
+//!   of the windows `(e, e + g + 1]`, each position visited once per node.
+//!
+//! Projections live in a stack-shaped arena: a node's children are laid out together after it
+//! and released when the traversal leaves the node, so memory follows the data and the depth,
+//! not the number of patterns.
+
+use super::db::SequenceDb;
+use super::error::SpmError;
+
+/// Options of the gapped miner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GappedOptions {
+    /// Minimum number of distinct sequences containing a pattern (at least 1).
+    pub min_support: u32,
+    /// Most items skipped between two consecutive pattern items (`None`: any gap; `Some(0)`:
+    /// contiguous).
+    pub max_gap: Option<u32>,
+    /// Shortest pattern reported.
+    pub min_length: usize,
+    /// Longest pattern reported, if bounded.
+    pub max_length: Option<usize>,
+}
+
+impl Default for GappedOptions {
+    fn default() -> Self {
+        Self {
+            min_support: 1,
+            max_gap: None,
+            min_length: 1,
+            max_length: None,
+        }
+    }
+}
+
+impl GappedOptions {
+    /// Default options (any gap) with the given minimum support.
+    pub fn with_min_support(min_support: u32) -> Self {
+        Self {
+            min_support,
+            ..Self::default()
+        }
+    }
+}
+
+/// One frequent sequential pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GappedPattern {
+    /// Item ids, in order.
+    pub items: Vec<u32>,
+    /// Number of distinct sequences containing the pattern.
+    pub support: u32,
+}
+
+/// Collects every frequent pattern, in depth-first order.
+pub fn mine(db: &SequenceDb, options: &GappedOptions) -> Result<Vec<GappedPattern>, SpmError> {
+    let mut out = Vec::new();
+    visit(db, options, |items, support| {
+        out.push(GappedPattern {
+            items: items.to_vec(),
+            support,
+        });
+    })?;
+    Ok(out)
+}
+
+/// Counts the frequent patterns without materializing them.
+pub fn count(db: &SequenceDb, options: &GappedOptions) -> Result<u64, SpmError> {
+    let mut n = 0u64;
+    visit(db, options, |_, _| n += 1)?;
+    Ok(n)
+}
+
+/// Calls `visitor(items, support)` for every frequent pattern, depth first (a pattern before its
+/// extensions). The slice is only valid for the call.
+pub fn visit<F>(db: &SequenceDb, options: &GappedOptions, visitor: F) -> Result<(), SpmError>
+where
+    F: FnMut(&[u32], u32),
+{
+    if options.min_support == 0 {
+        return Err(SpmError::InvalidOption(
+            "min_support must be at least 1".to_owned(),
+        ));
+    }
+    let max_length = options.max_length.unwrap_or(usize::MAX);
+    if max_length == 0 || max_length < options.min_length {
+        return Ok(());
+    }
+    let longest = db
+        .offsets()
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .max()
+        .unwrap_or(0);
+    let mut miner = Miner::new(db, options, visitor);
+    match options.max_gap {
+        // A gap as long as the longest sequence bounds nothing.
+        Some(gap) if gap.saturating_add(1) < longest => miner.run_bounded(gap),
+        _ => miner.run_unbounded(),
+    }
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    item: u32,
+    depth: usize,
+    start: usize,
+    end: usize,
+    support: u32,
+    top: usize,
+}
+
+const NO_CURSOR: usize = usize::MAX;
+
+struct Miner<'a, F> {
+    items: &'a [u32],
+    offsets: &'a [u32],
+    min_support: u32,
+    min_length: usize,
+    max_length: usize,
+    visitor: F,
+    arena: Vec<u32>,
+    stack: Vec<Frame>,
+    pattern: Vec<u32>,
+    /// Per item: sequences counted at this node.
+    support: Vec<u32>,
+    /// Per item: end positions counted at this node (bounded gap).
+    ends: Vec<u32>,
+    /// Per item: the last sequence/entry stamp that counted it.
+    stamp: Vec<u32>,
+    next_stamp: u32,
+    touched: Vec<u32>,
+    cursor: Vec<usize>,
+    header: Vec<usize>,
+    children: Vec<u32>,
+}
+
+impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
+    fn new(db: &'a SequenceDb, options: &GappedOptions, visitor: F) -> Self {
+        let n = db.num_items();
+        Self {
+            items: db.items(),
+            offsets: db.offsets(),
+            min_support: options.min_support,
+            min_length: options.min_length,
+            max_length: options.max_length.unwrap_or(usize::MAX),
+            visitor,
+            arena: Vec::new(),
+            stack: Vec::new(),
+            pattern: Vec::new(),
+            support: vec![0; n],
+            ends: vec![0; n],
+            stamp: vec![u32::MAX; n],
+            next_stamp: 0,
+            touched: Vec::new(),
+            cursor: vec![NO_CURSOR; n],
+            header: vec![0; n],
+            children: Vec::new(),
+        }
+    }
+
+    /// A fresh stamp, distinct from every value in `stamp`.
+    #[inline]
+    fn new_stamp(&mut self) -> u32 {
+        if self.next_stamp == u32::MAX - 1 {
+            self.stamp.fill(u32::MAX);
+            self.next_stamp = 0;
+        }
+        self.next_stamp += 1;
+        self.next_stamp
+    }
+
+    #[inline]
+    fn count(&mut self, item: u32) {
+        let i = item as usize;
+        if self.support[i] == 0 && self.ends[i] == 0 {
+            self.touched.push(item);
+        }
+        self.support[i] += 1;
+    }
+
+    fn clear_counts(&mut self) {
+        for &c in &self.touched {
+            self.support[c as usize] = 0;
+            self.ends[c as usize] = 0;
+            self.cursor[c as usize] = NO_CURSOR;
+        }
+        self.touched.clear();
+    }
+
+    /// Picks the frequent touched items, sorted, into `children`.
+    fn select_children(&mut self) {
+        self.children.clear();
+        for &c in &self.touched {
+            if self.support[c as usize] >= self.min_support {
+                self.children.push(c);
+            }
+        }
+        self.children.sort_unstable();
+    }
+
+    fn push_children(&mut self, depth: usize, base: usize) {
+        let top = self.arena.len();
+        let first = self.stack.len();
+        let mut start = base;
+        for &c in &self.children {
+            let end = self.cursor[c as usize];
+            self.stack.push(Frame {
+                item: c,
+                depth: depth + 1,
+                start,
+                end,
+                support: self.support[c as usize],
+                top,
+            });
+            start = end;
+        }
+        self.stack[first..].reverse();
+    }
+
+    /// Pops the next node, restores the arena and pattern, and reports it. Returns the frame and
+    /// whether its children are wanted.
+    fn enter(&mut self) -> Option<(Frame, bool)> {
+        let frame = self.stack.pop()?;
+        self.arena.truncate(frame.top);
+        self.pattern.truncate(frame.depth - 1);
+        self.pattern.push(frame.item);
+        if frame.depth >= self.min_length {
+            (self.visitor)(&self.pattern, frame.support);
+        }
+        Some((frame, frame.depth < self.max_length))
+    }
+
+    // ---- unbounded gap -------------------------------------------------------------------
+
+    fn run_unbounded(&mut self) {
+        let items = self.items;
+        let offsets = self.offsets;
+        let n_seq = offsets.len() - 1;
+        // Per sequence: its distinct items with their last position, latest first.
+        let mut last_off = Vec::with_capacity(n_seq + 1);
+        let mut last: Vec<(u32, u32)> = Vec::new();
+        last_off.push(0u32);
+        for seq in 0..n_seq {
+            let stamp = self.new_stamp();
+            for pos in (offsets[seq] as usize..offsets[seq + 1] as usize).rev() {
+                let c = items[pos];
+                if self.stamp[c as usize] != stamp {
+                    self.stamp[c as usize] = stamp;
+                    last.push((c, pos as u32));
+                    self.count(c);
+                }
+            }
+            last_off.push(last.len() as u32);
+        }
+        // Roots: every frequent item with its first position in each sequence.
+        self.select_children();
+        let mut total = 0usize;
+        for &c in &self.children {
+            self.cursor[c as usize] = total;
+            total += 2 * self.support[c as usize] as usize;
+        }
+        self.arena.resize(total, 0);
+        for seq in 0..n_seq {
+            let stamp = self.new_stamp();
+            let (first, last) = (offsets[seq] as usize, offsets[seq + 1] as usize);
+            for (pos, &c) in items[first..last].iter().enumerate() {
+                let (pos, c) = (first + pos, c as usize);
+                if self.stamp[c] != stamp {
+                    self.stamp[c] = stamp;
+                    let at = self.cursor[c];
+                    if at != NO_CURSOR {
+                        self.arena[at] = seq as u32;
+                        self.arena[at + 1] = pos as u32;
+                        self.cursor[c] = at + 2;
+                    }
+                }
+            }
+        }
+        self.push_children(0, 0);
+        self.clear_counts();
+
+        while let Some((frame, want_children)) = self.enter() {
+            if !want_children {
+                continue;
+            }
+            // Count: items whose last position lies after the pattern's earliest end.
+            for rec in self.arena[frame.start..frame.end].chunks_exact(2) {
+                let (seq, end) = (rec[0] as usize, rec[1]);
+                for &(c, at) in &last[last_off[seq] as usize..last_off[seq + 1] as usize] {
+                    if at <= end {
+                        break;
+                    }
+                    let i = c as usize;
+                    if self.support[i] == 0 {
+                        self.touched.push(c);
+                    }
+                    self.support[i] += 1;
+                }
+            }
+            self.select_children();
+            if self.children.is_empty() {
+                self.clear_counts();
+                continue;
+            }
+            let base = self.arena.len();
+            let mut total = 0usize;
+            for &c in &self.children {
+                self.cursor[c as usize] = base + total;
+                total += 2 * self.support[c as usize] as usize;
+            }
+            self.arena.resize(base + total, 0);
+            // Project: the first occurrence of every frequent item after the end. Stop once
+            // all frequent items that occur later were found.
+            let (old, new) = self.arena.split_at_mut(base);
+            for rec in old[frame.start..frame.end].chunks_exact(2) {
+                let (seq, end) = (rec[0] as usize, rec[1]);
+                let mut wanted = 0u32;
+                for &(c, at) in &last[last_off[seq] as usize..last_off[seq + 1] as usize] {
+                    if at <= end {
+                        break;
+                    }
+                    if self.cursor[c as usize] != NO_CURSOR {
+                        wanted += 1;
+                    }
+                }
+                if wanted == 0 {
+                    continue;
+                }
+                if self.next_stamp == u32::MAX - 1 {
+                    self.stamp.fill(u32::MAX);
+                    self.next_stamp = 0;
+                }
+                self.next_stamp += 1;
+                let stamp = self.next_stamp;
+                let mut pos = end as usize + 1;
+                loop {
+                    let c = items[pos] as usize;
+                    if self.stamp[c] != stamp {
+                        self.stamp[c] = stamp;
+                        let at = self.cursor[c];
+                        if at != NO_CURSOR {
+                            new[at - base] = seq as u32;
+                            new[at - base + 1] = pos as u32;
+                            self.cursor[c] = at + 2;
+                            wanted -= 1;
+                            if wanted == 0 {
+                                break;
+                            }
+                        }
+                    }
+                    pos += 1;
+                }
+            }
+            self.push_children(frame.depth, base);
+            self.clear_counts();
+        }
+    }
+
+    // ---- bounded gap ---------------------------------------------------------------------
+
+    /// Records: `seq, k, e_1 .. e_k` with the end positions sorted.
+    fn run_bounded(&mut self, gap: u32) {
+        let items = self.items;
+        let offsets = self.offsets;
+        let n_seq = offsets.len() - 1;
+        // Roots: every frequent item with all its positions.
+        for seq in 0..n_seq {
+            let stamp = self.new_stamp();
+            for &c in &items[offsets[seq] as usize..offsets[seq + 1] as usize] {
+                self.tally(c, stamp);
+            }
+        }
+        self.select_children();
+        let mut total = 0usize;
+        for &c in &self.children {
+            self.cursor[c as usize] = total;
+            total += 2 * self.support[c as usize] as usize + self.ends[c as usize] as usize;
+        }
+        self.arena.resize(total, 0);
+        for seq in 0..n_seq {
+            let stamp = self.new_stamp();
+            for pos in offsets[seq] as usize..offsets[seq + 1] as usize {
+                self.scatter(0, seq as u32, pos as u32, stamp);
+            }
+        }
+        self.push_children(0, 0);
+        self.clear_counts();
+
+        let reach = gap as usize + 1;
+        while let Some((frame, want_children)) = self.enter() {
+            if !want_children {
+                continue;
+            }
+            let mut at = frame.start;
+            while at < frame.end {
+                let seq = self.arena[at] as usize;
+                let k = self.arena[at + 1] as usize;
+                let seq_end = offsets[seq + 1] as usize;
+                let stamp = self.new_stamp();
+                let mut covered = 0usize;
+                for i in at + 2..at + 2 + k {
+                    let e = self.arena[i] as usize;
+                    let lo = (e + 1).max(covered);
+                    let hi = (e + 1 + reach).min(seq_end);
+                    for &c in items.get(lo..hi).unwrap_or(&[]) {
+                        self.tally(c, stamp);
+                    }
+                    covered = covered.max(hi);
+                }
+                at += 2 + k;
+            }
+            self.select_children();
+            if self.children.is_empty() {
+                self.clear_counts();
+                continue;
+            }
+            let base = self.arena.len();
+            let mut total = 0usize;
+            for &c in &self.children {
+                self.cursor[c as usize] = base + total;
+                total += 2 * self.support[c as usize] as usize + self.ends[c as usize] as usize;
+            }
+            self.arena.resize(base + total, 0);
+            let mut at = frame.start;
+            while at < frame.end {
+                let seq = self.arena[at] as usize;
+                let k = self.arena[at + 1] as usize;
+                let seq_end = offsets[seq + 1] as usize;
+                let stamp = self.new_stamp();
+                let mut covered = 0usize;
+                for i in at + 2..at + 2 + k {
+                    let e = self.arena[i] as usize;
+                    let lo = (e + 1).max(covered);
+                    let hi = (e + 1 + reach).min(seq_end);
+                    for pos in lo..hi {
+                        self.scatter(0, seq as u32, pos as u32, stamp);
+                    }
+                    covered = covered.max(hi);
+                }
+                at += 2 + k;
+            }
+            self.push_children(frame.depth, base);
+            self.clear_counts();
+        }
+    }
+
+    /// Counts one candidate end position of item `c` for the entry marked `stamp`.
+    #[inline]
+    fn tally(&mut self, c: u32, stamp: u32) {
+        let i = c as usize;
+        if self.support[i] == 0 && self.ends[i] == 0 {
+            self.touched.push(c);
+        }
+        self.ends[i] += 1;
+        if self.stamp[i] != stamp {
+            self.stamp[i] = stamp;
+            self.support[i] += 1;
+        }
+    }
+
+    /// Writes end position `pos` of item `items[pos]` into its child's region (if frequent),
+    /// opening a `seq, k` header on the first position of this entry.
+    #[inline]
+    fn scatter(&mut self, _base: usize, seq: u32, pos: u32, stamp: u32) {
+        let c = self.items[pos as usize] as usize;
+        let at = self.cursor[c];
+        if at == NO_CURSOR {
+            return;
+        }
+        if self.stamp[c] != stamp {
+            self.stamp[c] = stamp;
+            self.header[c] = at;
+            self.arena[at] = seq;
+            self.arena[at + 1] = 0;
+            self.arena[at + 2] = pos;
+            self.cursor[c] = at + 3;
+        } else {
+            self.arena[at] = pos;
+            self.cursor[c] = at + 1;
+        }
+        self.arena[self.header[c] + 1] += 1;
+    }
+}
