@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// The shared real-trace datasets, `../shared/datasets` beside the workspace root (or
 /// `CHAINWEAVER_DATASETS`). `None` skips a test on a developer machine without them; under CI
 /// (`CI` set) a missing folder fails the test instead.
-#[allow(dead_code)]
+#[allow(dead_code, clippy::print_stderr)]
 pub fn shared_datasets() -> Option<PathBuf> {
     let dir = std::env::var_os("CHAINWEAVER_DATASETS")
         .map(PathBuf::from)
