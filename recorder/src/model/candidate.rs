@@ -356,7 +356,6 @@ pub struct Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn support_counts_distinct_traces() {
@@ -385,7 +384,8 @@ mod tests {
     fn binding_sources_round_trip_with_exact_numbers() {
         let sources = vec![
             BindingSource::Constant {
-                value: json!({"limit": 10.50, "big": 12345678901234567890123u128.to_string()}),
+                value: serde_json::from_str(r#"{"limit": 10.50, "big": 12345678901234567890123}"#)
+                    .unwrap(),
             },
             BindingSource::Constant {
                 value: serde_json::from_str("1.000").unwrap(),
@@ -408,7 +408,12 @@ mod tests {
             },
         ];
         let text = serde_json::to_string(&sources).unwrap();
-        assert!(text.contains("10.50") && text.contains("1.000"), "{text}");
+        assert!(
+            text.contains("10.50")
+                && text.contains("1.000")
+                && text.contains("12345678901234567890123"),
+            "{text}"
+        );
         let back: Vec<BindingSource> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, sources);
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
