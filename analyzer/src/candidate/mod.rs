@@ -18,7 +18,8 @@
 //!   apply the same normalization to tool results.
 //! - The last step of a linear flow has no `output_mapping`: its whole output merges into the
 //!   context, which is the flow's final output. In a DAG flow every step maps its keys.
-//! - **DAG or linear**: a step depends on the steps whose outputs it reads; a step with side
+//! - **DAG or linear**: a step depends on the steps whose outputs its bindings read, wired or
+//!   not (an element the agent chose from a list still waits for the list); a step with side
 //!   effects (or unknown effects) depends on every earlier step, and every later step depends on
 //!   it, so effects keep their observed order. When every topological level holds one step the
 //!   flow is linear; otherwise it is a [`DagFlow`] whose levels run concurrently.
@@ -502,8 +503,26 @@ fn assemble(
         .collect();
     let read_only = step_effects.iter().all(|e| e.effect == Effect::ReadOnly);
 
-    // Dependencies: data, then effect order.
+    // Dependencies: data (wired or not: a choice among an earlier step's results still waits
+    // for them), then effect order.
     let mut depends = builder.depends.clone();
+    for binding in &bindings {
+        match &binding.source {
+            BindingSource::StepOutput { step, .. }
+            | BindingSource::ListElement { step, .. }
+            | BindingSource::Map { step, .. } => {
+                depends[binding.step].insert(*step);
+            }
+            BindingSource::Template { slots, .. } => {
+                for slot in slots {
+                    if let BindingSource::StepOutput { step, .. } = slot.source {
+                        depends[binding.step].insert(step);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
     for step in 0..len {
         if step_effects[step].effect != Effect::ReadOnly {
             for deps in depends.iter_mut().skip(step + 1) {

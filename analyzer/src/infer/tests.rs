@@ -435,3 +435,51 @@ fn failed_steps_and_bad_occurrences() {
     let err = infer_bindings(&traces, &pattern, &InferConfig::default()).unwrap_err();
     assert!(err.to_string().contains("out of range"), "{err}");
 }
+
+#[test]
+fn gapped_occurrences_and_payload_caps() {
+    let traces = traces_of(
+        (0..3)
+            .map(|k| {
+                let id = format!("id-{k}");
+                vec![
+                    (
+                        "a",
+                        json!({"k": k}),
+                        json!(json!({"id": id.clone()}).to_string()),
+                    ),
+                    ("noise", json!({"x": k}), json!({"id": "unrelated"})),
+                    ("b", json!({"id": id}), json!({})),
+                ]
+            })
+            .collect(),
+    );
+    let pattern = Pattern {
+        tools: vec!["a".into(), "b".into()],
+        occurrences: (0..3)
+            .map(|t| Occurrence {
+                trace: t,
+                steps: vec![0, 2],
+            })
+            .collect(),
+        gapped: true,
+    };
+    let bindings = infer_bindings(&traces, &pattern, &InferConfig::default()).unwrap();
+    assert_eq!(
+        binding(&bindings, 1, "/id").source,
+        BindingSource::StepOutput {
+            step: 0,
+            pointer: "/id".into()
+        }
+    );
+    // JSON text longer than the cap stays text: nothing inside it is found.
+    let capped = InferConfig {
+        max_payload_bytes: 8,
+        ..InferConfig::default()
+    };
+    let bindings = infer_bindings(&traces, &pattern, &capped).unwrap();
+    assert!(matches!(
+        binding(&bindings, 1, "/id").source,
+        BindingSource::FlowInput { .. }
+    ));
+}

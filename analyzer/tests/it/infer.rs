@@ -305,4 +305,22 @@ fn tau_bench_user_lookup_chain() {
     if matches!(order_id.source, BindingSource::ListElement { .. }) {
         assert_eq!(selection, Selection::Chosen);
     }
+
+    // The flow takes the chosen order id as an input but keeps the observed order.
+    let candidate = build_candidate(&traces, &longer, &CandidateConfig::default()).unwrap();
+    let FlowDefinition::Linear(flow) = &candidate.flow else {
+        panic!("expected a linear flow: {:#?}", candidate.flow)
+    };
+    assert_eq!(
+        flow.steps[2].input_mapping["order_id"],
+        Value::from("order_id")
+    );
+    assert!(candidate.evidence.reproduced >= 0.95);
+    eprintln!(
+        "3-step candidate: support {}, reproduced {:.4}, success {:.4}, score {:.2}",
+        candidate.evidence.support,
+        candidate.evidence.reproduced,
+        candidate.evidence.success_rate,
+        candidate.evidence.score
+    );
 }
