@@ -7,7 +7,36 @@
 //!   (with support per trace, occurrence counts, closed patterns and occurrence positions) and
 //!   gapped patterns (any gap or a bounded `max_gap`), plus an SPMF reader for the standard
 //!   benchmark data sets.
+//! - [`infer`]: binding inference, where every input field of every pattern step comes from.
+//! - [`candidate`]: a pattern plus its bindings proposed as a flow, with schemas and evidence.
+//! - [`mine`]: the [`ChainAnalyzer`](mine::ChainAnalyzer), which runs all three over traces.
+//!
+//! ```
+//! use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
+//! use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
+//! use serde_json::json;
+//!
+//! // Three traces in which `find_user`'s output feeds `get_user`.
+//! let traces: Vec<TraceWithSteps> = (0..3)
+//!     .map(|i| {
+//!         let id = format!("t{i}");
+//!         let mut find = ObservedStep::new(&id, 0, "find_user", json!({"name": format!("n{i}")}));
+//!         find.outputs = Some(json!({"user_id": format!("u{i}")}));
+//!         let mut get = ObservedStep::new(&id, 1, "get_user", json!({"user_id": format!("u{i}")}));
+//!         get.outputs = Some(json!({"email": format!("e{i}")}));
+//!         TraceWithSteps { trace: ObservedTrace::new(&id, "example"), steps: vec![find, get] }
+//!     })
+//!     .collect();
+//! let outcome = ChainAnalyzer::new(MineConfig::default()).analyze(&traces).unwrap();
+//! assert_eq!(outcome.candidates[0].tools, ["find_user", "get_user"]);
+//! ```
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod candidate;
+pub mod error;
+pub mod infer;
+pub mod mine;
 pub mod spm;
+
+pub use error::{AnalyzerError, Result};

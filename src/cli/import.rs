@@ -26,29 +26,69 @@ use super::{Global, exit, progress};
 pub struct ImportArgs {
     /// Files or directories (directories are read recursively: *.json, *.jsonl, *.txt).
     #[arg(required = true)]
-    paths: Vec<PathBuf>,
+    pub paths: Vec<PathBuf>,
     /// The traces' source label (default: `import:<format>:<file name>`).
     #[arg(long)]
-    source: Option<String>,
+    pub source: Option<String>,
     /// Put this in front of every imported trace id.
     #[arg(long)]
-    prefix: Option<String>,
+    pub prefix: Option<String>,
     /// Where rejected records go, as JSON Lines.
     #[arg(long, default_value = "chainweaver-rejects.jsonl")]
-    rejects: PathBuf,
+    pub rejects: PathBuf,
 }
 
 #[derive(Debug, Serialize)]
-struct FileOutcome {
+pub struct FileOutcome {
     #[serde(flatten)]
-    report: ImportReport,
-    stored: AppendStats,
+    pub report: ImportReport,
+    pub stored: AppendStats,
 }
 
 #[derive(Debug, Serialize)]
-struct Summary {
-    files: Vec<FileOutcome>,
-    rejects_file: Option<PathBuf>,
+pub struct Summary {
+    pub files: Vec<FileOutcome>,
+    pub rejects_file: Option<PathBuf>,
+}
+
+impl Summary {
+    pub fn rejected(&self) -> usize {
+        self.files.iter().map(|o| o.report.rejects.len()).sum()
+    }
+
+    /// The per-file table people see.
+    pub fn text(&self, global: &Global) -> String {
+        let mut table = Table::new(&[
+            "file",
+            "format",
+            ">traces",
+            ">steps",
+            ">failed",
+            ">rejected",
+            ">already stored",
+        ]);
+        for outcome in &self.files {
+            table.row(vec![
+                outcome.report.path.display().to_string(),
+                outcome.report.format.to_string(),
+                outcome.report.traces.to_string(),
+                outcome.report.steps.to_string(),
+                outcome.report.failed_steps.to_string(),
+                outcome.report.rejects.len().to_string(),
+                outcome.stored.duplicate_steps.to_string(),
+            ]);
+        }
+        let mut text = table.render();
+        text.push_str(&format!("stored in {}\n", global.store.display()));
+        if let Some(rejects) = &self.rejects_file {
+            text.push_str(&format!(
+                "{} records rejected: see {}\n",
+                self.rejected(),
+                rejects.display()
+            ));
+        }
+        text
+    }
 }
 
 fn collect_files(path: &Path, out: &mut Vec<PathBuf>) -> anyhow::Result<()> {
@@ -81,6 +121,21 @@ pub fn run(
     input_format: Option<ImportFormat>,
     global: &Global,
 ) -> anyhow::Result<u8> {
+    let summary = import_files(&args, input_format, global)?;
+    emit(global, &summary, || summary.text(global))?;
+    Ok(if summary.rejected() > 0 {
+        exit::PARTIAL
+    } else {
+        exit::OK
+    })
+}
+
+/// Import every file `args` names into the store; rejects go to the rejects file.
+pub fn import_files(
+    args: &ImportArgs,
+    input_format: Option<ImportFormat>,
+    global: &Global,
+) -> anyhow::Result<Summary> {
     let mut files = Vec::new();
     for path in &args.paths {
         collect_files(path, &mut files)?;
@@ -136,44 +191,8 @@ pub fn run(
             .with_context(|| format!("cannot write {}", args.rejects.display()))?;
     }
     let rejected: usize = outcomes.iter().map(|o| o.report.rejects.len()).sum();
-    let summary = Summary {
+    Ok(Summary {
         files: outcomes,
         rejects_file: (rejected > 0).then(|| args.rejects.clone()),
-    };
-    emit(global, &summary, || {
-        let mut table = Table::new(&[
-            "file",
-            "format",
-            ">traces",
-            ">steps",
-            ">failed",
-            ">rejected",
-            ">already stored",
-        ]);
-        for outcome in &summary.files {
-            table.row(vec![
-                outcome.report.path.display().to_string(),
-                outcome.report.format.to_string(),
-                outcome.report.traces.to_string(),
-                outcome.report.steps.to_string(),
-                outcome.report.failed_steps.to_string(),
-                outcome.report.rejects.len().to_string(),
-                outcome.stored.duplicate_steps.to_string(),
-            ]);
-        }
-        let mut text = table.render();
-        text.push_str(&format!("stored in {}\n", global.store.display()));
-        if rejected > 0 {
-            text.push_str(&format!(
-                "{rejected} records rejected: see {}\n",
-                args.rejects.display()
-            ));
-        }
-        text
-    })?;
-    Ok(if rejected > 0 {
-        exit::PARTIAL
-    } else {
-        exit::OK
     })
 }

@@ -6,8 +6,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+mod analyze;
 mod datasets;
 mod import;
+mod mine;
 mod output;
 mod progress;
 mod store;
@@ -95,8 +97,18 @@ fn parse_format_choice(text: &str) -> Result<FormatChoice, String> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// The main job: import agent logs, mine repeated tool sequences, and report candidate flows.
+    Analyze(analyze::AnalyzeArgs),
     /// Import agent logs into the store (format detected, or named with --format).
     Import(import::ImportArgs),
+    /// Mine the stored traces for repeated tool sequences and propose candidate flows.
+    Mine(mine::MineArgs),
+    /// The patterns the last `mine` found.
+    #[command(subcommand)]
+    Patterns(mine::PatternsCommand),
+    /// Candidate flows: list, show, export.
+    #[command(subcommand)]
+    Candidates(mine::CandidatesCommand),
     /// Inspect stored traces: list, show, stats, export, convert.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
@@ -176,6 +188,10 @@ fn run(mut cli: Cli) -> anyhow::Result<u8> {
     let global = &cli.global;
     match cli.command {
         Command::Import(args) => import::run(args, input_format, global),
+        Command::Analyze(args) => analyze::run(args, global),
+        Command::Mine(args) => mine::run_mine(args, global),
+        Command::Patterns(command) => mine::run_patterns(command, global),
+        Command::Candidates(command) => mine::run_candidates(command, global),
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
     }

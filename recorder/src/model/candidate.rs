@@ -1,1 +1,421 @@
 //! Mined patterns, argument bindings, candidate flows and verdicts.
+//!
+//! - [`Pattern`] / [`Occurrence`]: a repeated tool sequence and where it was seen.
+//! - [`Binding`] / [`BindingSource`]: where one input field of one step comes from.
+//! - [`Candidate`] / [`Evidence`]: a pattern proposed as a flow, with the reasons to trust it.
+//! - [`Verdict`]: the outcome of verifying a candidate by replay (a first sketch).
+//!
+//! Every enum here is externally tagged (`{"step_output": {...}}`): internally tagged, flattened
+//! or untagged representations buffer JSON numbers and lose their exact text.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::flow::FlowDefinition;
+
+/// A repeated tool sequence and the places it was seen.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pattern {
+    /// The tool names, in order.
+    pub tools: Vec<String>,
+    pub occurrences: Vec<Occurrence>,
+    /// True when occurrences may skip steps between the pattern's tools.
+    #[serde(default)]
+    pub gapped: bool,
+}
+
+impl Pattern {
+    /// A contiguous pattern.
+    pub fn new(tools: Vec<String>, occurrences: Vec<Occurrence>) -> Self {
+        Self {
+            tools,
+            occurrences,
+            gapped: false,
+        }
+    }
+
+    /// Number of steps.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// True for a pattern without steps.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Support: the number of distinct traces holding at least one occurrence.
+    pub fn support(&self) -> usize {
+        let mut traces: Vec<usize> = self.occurrences.iter().map(|o| o.trace).collect();
+        traces.sort_unstable();
+        traces.dedup();
+        traces.len()
+    }
+}
+
+/// One place a pattern was seen: a trace and the positions of its steps.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Occurrence {
+    /// Index into the slice of traces the pattern was mined from.
+    pub trace: usize,
+    /// Positions (indices into that trace's `steps`) of the pattern's steps, increasing;
+    /// contiguous or with gaps.
+    pub steps: Vec<usize>,
+}
+
+/// An occurrence named by stable ids, for storage (trace indices only mean something next to
+/// the slice they index).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OccurrenceRef {
+    pub trace_id: String,
+    /// The `step_index` of each step of the occurrence.
+    pub step_indices: Vec<u32>,
+}
+
+/// Where one input field of one pattern step comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Binding {
+    /// Position of the step in the pattern (0-based).
+    pub step: usize,
+    pub tool_name: String,
+    /// JSON pointer into the step's input (`/user_id`, `/filter/city`).
+    pub field: String,
+    /// The chosen source. When the evidence is too weak or ambiguous this is a
+    /// [`BindingSource::FlowInput`] and `flags` say why.
+    pub source: BindingSource,
+    /// Share of the occurrences holding the field in which `source` explains its value.
+    pub confidence: f64,
+    /// Occurrences in which the step's input holds the field.
+    pub observed: usize,
+    /// Runner-up sources, best first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Alternative>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<BindingFlag>,
+}
+
+impl Binding {
+    /// True when the binding needs a reviewer's eye (flagged for any reason).
+    pub fn is_flagged(&self) -> bool {
+        !self.flags.is_empty()
+    }
+}
+
+/// A source that explains a field less well than the chosen one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alternative {
+    pub source: BindingSource,
+    pub confidence: f64,
+}
+
+/// Why a binding deserves attention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BindingFlag {
+    /// The best source explained too few occurrences; the field became a flow input.
+    LowConfidence,
+    /// Two different sources explained about as many occurrences; the field became a flow input.
+    Ambiguous,
+    /// The agent picked an element of a list without a rule the data shows; the flow takes the
+    /// choice as an input.
+    AgentChoice,
+    /// The source is known but an `input_mapping` cannot express it (templates, nested fields
+    /// with mixed sources, a last element); the flow takes the field as an input.
+    NotExpressible,
+    /// The field was missing from some occurrences.
+    Optional,
+}
+
+/// Where a value comes from. Pointers are RFC 6901 JSON pointers; an output pointer addresses
+/// the step's *normalized* output (a string holding a JSON object or array is parsed, so `""`
+/// is the whole output and `/orders` reaches inside a JSON-string result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BindingSource {
+    /// Supplied by the caller of the flow (the value first appears at this step).
+    FlowInput { name: String },
+    /// An earlier step's output at a pointer.
+    StepOutput { step: usize, pointer: String },
+    /// An earlier step's input at a pointer (the two steps share an argument).
+    StepInput { step: usize, pointer: String },
+    /// The same value in every occurrence.
+    Constant { value: Value },
+    /// A string embedding earlier values: `template` holds `{{slot}}` placeholders, each slot
+    /// names its source.
+    Template {
+        template: String,
+        slots: Vec<TemplateSlot>,
+    },
+    /// One element of a list in an earlier step's output.
+    ListElement {
+        step: usize,
+        /// Pointer to the list in that step's output.
+        list_pointer: String,
+        /// Pointer inside the element (`""`: the element itself).
+        item_pointer: String,
+        selection: Selection,
+    },
+    /// Part of a run of consecutive calls to the same tool, one call per element of an earlier
+    /// list, in list order: this call takes element `index`.
+    Map {
+        step: usize,
+        list_pointer: String,
+        item_pointer: String,
+        index: usize,
+        /// First pattern step of the run and the run's length.
+        run_start: usize,
+        run_len: usize,
+        /// Share of occurrences in which the run covered the whole list.
+        covers_list: f64,
+    },
+}
+
+impl BindingSource {
+    /// A short name for the kind of source (`step_output`, `template`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            BindingSource::FlowInput { .. } => "flow_input",
+            BindingSource::StepOutput { .. } => "step_output",
+            BindingSource::StepInput { .. } => "step_input",
+            BindingSource::Constant { .. } => "constant",
+            BindingSource::Template { .. } => "template",
+            BindingSource::ListElement { .. } => "list_element",
+            BindingSource::Map { .. } => "map",
+        }
+    }
+
+    /// The earlier step this source reads from, if any.
+    pub fn source_step(&self) -> Option<usize> {
+        match self {
+            BindingSource::StepOutput { step, .. }
+            | BindingSource::StepInput { step, .. }
+            | BindingSource::ListElement { step, .. }
+            | BindingSource::Map { step, .. } => Some(*step),
+            _ => None,
+        }
+    }
+}
+
+/// One placeholder of a template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TemplateSlot {
+    /// The placeholder's name as written in the template (`{{name}}`).
+    pub name: String,
+    pub source: BindingSource,
+}
+
+/// Which element of a list the agent took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Selection {
+    First,
+    Last,
+    Index {
+        index: usize,
+    },
+    /// Different elements in different occurrences: the agent chose.
+    Chosen,
+}
+
+/// Whether a tool changes the world, guessed from its name and behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    ReadOnly,
+    SideEffect,
+    Unknown,
+}
+
+/// The side-effect guess for one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepEffect {
+    pub step: usize,
+    pub tool_name: String,
+    pub effect: Effect,
+    /// What the guess rests on.
+    pub reason: String,
+}
+
+/// How reproducible one tool's results were across the observed traffic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDeterminism {
+    /// Successful calls observed.
+    pub calls: usize,
+    /// Distinct inputs that were called more than once.
+    pub repeated_inputs: usize,
+    /// Of those, how many always gave the same output.
+    pub consistent: usize,
+    /// `consistent / repeated_inputs`, `None` without repeated inputs.
+    pub ratio: Option<f64>,
+}
+
+/// Inferred JSON Schemas of one tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSchema {
+    pub input_schema: Value,
+    /// Schema of the normalized output (see [`BindingSource`]).
+    pub output_schema: Value,
+    /// Successful calls the schemas were inferred from.
+    pub calls: usize,
+}
+
+/// Why a candidate deserves (or does not deserve) promotion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Distinct traces holding the pattern.
+    pub support: usize,
+    /// Occurrences, possibly several a trace.
+    pub occurrences: usize,
+    pub occurrence_refs: Vec<OccurrenceRef>,
+    /// Share of occurrences in which every step succeeded.
+    pub success_rate: f64,
+    /// Mean confidence over all bindings.
+    pub mean_confidence: f64,
+    /// Bindings flagged for review.
+    pub flagged_bindings: usize,
+    /// Share of occurrences whose observed inputs the flow's mappings reproduce exactly, given
+    /// the flow inputs taken from that occurrence.
+    pub reproduced: f64,
+    /// Per tool of the pattern.
+    pub determinism: BTreeMap<String, ToolDeterminism>,
+    /// `support x (steps - 1)`: agent-model round trips a flow call would have replaced.
+    pub round_trips_saved: usize,
+    pub effects: Vec<StepEffect>,
+    /// True when no step is guessed to have side effects.
+    pub read_only: bool,
+    /// Distinct supporting traces per UTC day (`YYYY-MM-DD`), when steps carry timestamps.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub support_by_day: BTreeMap<String, usize>,
+    /// Ranking score; see the analyzer's candidate module for the formula.
+    pub score: f64,
+}
+
+/// Review state of a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CandidateStatus {
+    #[default]
+    Proposed,
+    Promoted,
+    Rejected,
+}
+
+/// A pattern proposed as a flow, with its bindings and evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    /// Stable id: the flow name, plus `~gapped` for gapped patterns.
+    pub id: String,
+    /// The pattern's tool sequence.
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub gapped: bool,
+    pub flow: FlowDefinition,
+    pub bindings: Vec<Binding>,
+    /// Inferred schemas of every tool the flow calls, by name.
+    pub tool_schemas: BTreeMap<String, ToolSchema>,
+    pub evidence: Evidence,
+    #[serde(default)]
+    pub status: CandidateStatus,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub metadata: Map<String, Value>,
+}
+
+/// Outcome of verifying a candidate by replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictStatus {
+    Verified,
+    Partial,
+    Rejected,
+}
+
+/// One difference between a replayed step and its recording.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepDiff {
+    pub occurrence: OccurrenceRef,
+    pub step: usize,
+    /// Pointer into the step's output (or input) where they differ.
+    pub pointer: String,
+    pub expected: Option<Value>,
+    pub actual: Option<Value>,
+}
+
+/// The result of replaying a candidate against held-out occurrences.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub candidate_id: String,
+    pub status: VerdictStatus,
+    pub occurrences_replayed: usize,
+    pub exact_matches: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diffs: Vec<StepDiff>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn support_counts_distinct_traces() {
+        let pattern = Pattern::new(
+            vec!["a".into(), "b".into()],
+            vec![
+                Occurrence {
+                    trace: 0,
+                    steps: vec![0, 1],
+                },
+                Occurrence {
+                    trace: 0,
+                    steps: vec![4, 5],
+                },
+                Occurrence {
+                    trace: 3,
+                    steps: vec![1, 2],
+                },
+            ],
+        );
+        assert_eq!(pattern.support(), 2);
+        assert_eq!(pattern.len(), 2);
+    }
+
+    #[test]
+    fn binding_sources_round_trip_with_exact_numbers() {
+        let sources = vec![
+            BindingSource::Constant {
+                value: serde_json::from_str(r#"{"limit": 10.50, "big": 12345678901234567890123}"#)
+                    .unwrap(),
+            },
+            BindingSource::Constant {
+                value: serde_json::from_str("1.000").unwrap(),
+            },
+            BindingSource::Template {
+                template: "Deployed to {{env}}".into(),
+                slots: vec![TemplateSlot {
+                    name: "env".into(),
+                    source: BindingSource::StepInput {
+                        step: 0,
+                        pointer: "/env".into(),
+                    },
+                }],
+            },
+            BindingSource::ListElement {
+                step: 1,
+                list_pointer: "/orders".into(),
+                item_pointer: String::new(),
+                selection: Selection::Chosen,
+            },
+        ];
+        let text = serde_json::to_string(&sources).unwrap();
+        assert!(
+            text.contains("10.50")
+                && text.contains("1.000")
+                && text.contains("12345678901234567890123"),
+            "{text}"
+        );
+        let back: Vec<BindingSource> = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, sources);
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    }
+}

@@ -1,0 +1,160 @@
+//! JSON Schema inference from observed values.
+//!
+//! Types are the union of what was seen (`integer` folds into `number` when both occur);
+//! objects list their properties in first-seen order with `required` holding the keys present in
+//! every observed object; arrays describe their items; a string field with few distinct values,
+//! each seen about twice or more, gets an `enum`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Map, Value, json};
+
+use crate::infer::index::canonical_hash;
+
+#[derive(Debug, Default)]
+struct Shape {
+    count: usize,
+    types: BTreeSet<&'static str>,
+    objects: usize,
+    properties: Vec<(String, Shape)>,
+    property_ids: HashMap<String, usize>,
+    items: Option<Box<Shape>>,
+    strings: usize,
+    /// Distinct string values, up to one more than the enum limit.
+    distinct: Vec<(u64, Value)>,
+}
+
+impl Shape {
+    fn add(&mut self, value: &Value, max_enum: usize) {
+        self.count += 1;
+        match value {
+            Value::Null => {
+                self.types.insert("null");
+            }
+            Value::Bool(_) => {
+                self.types.insert("boolean");
+            }
+            Value::Number(n) => {
+                let text = n.to_string();
+                let integer = !text.contains(['.', 'e', 'E']);
+                self.types
+                    .insert(if integer { "integer" } else { "number" });
+            }
+            Value::String(_) => {
+                self.types.insert("string");
+                self.strings += 1;
+                if self.distinct.len() <= max_enum {
+                    let hash = canonical_hash(value);
+                    if !self.distinct.iter().any(|(h, _)| *h == hash) {
+                        self.distinct.push((hash, value.clone()));
+                    }
+                }
+            }
+            Value::Array(items) => {
+                self.types.insert("array");
+                let shape = self.items.get_or_insert_with(Box::default);
+                for item in items {
+                    shape.add(item, max_enum);
+                }
+            }
+            Value::Object(map) => {
+                self.types.insert("object");
+                self.objects += 1;
+                for (key, item) in map {
+                    let id = match self.property_ids.get(key) {
+                        Some(&id) => id,
+                        None => {
+                            self.properties.push((key.clone(), Shape::default()));
+                            self.property_ids
+                                .insert(key.clone(), self.properties.len() - 1);
+                            self.properties.len() - 1
+                        }
+                    };
+                    self.properties[id].1.add(item, max_enum);
+                }
+            }
+        }
+    }
+
+    fn schema(&self, max_enum: usize) -> Value {
+        let mut schema = Map::new();
+        let mut types: Vec<&str> = self.types.iter().copied().collect();
+        if types.contains(&"number") {
+            types.retain(|t| *t != "integer");
+        }
+        match types.as_slice() {
+            [] => {}
+            [single] => {
+                schema.insert("type".into(), json!(single));
+            }
+            many => {
+                schema.insert("type".into(), json!(many));
+            }
+        }
+        if self.objects > 0 {
+            let mut properties = Map::new();
+            let mut required = Vec::new();
+            for (key, shape) in &self.properties {
+                properties.insert(key.clone(), shape.schema(max_enum));
+                if shape.count == self.objects {
+                    required.push(Value::String(key.clone()));
+                }
+            }
+            schema.insert("properties".into(), Value::Object(properties));
+            if !required.is_empty() {
+                schema.insert("required".into(), Value::Array(required));
+            }
+        }
+        if let Some(items) = self.items.as_ref().filter(|items| items.count > 0) {
+            schema.insert("items".into(), items.schema(max_enum));
+        }
+        let only_strings = self.strings == self.count && self.count > 0;
+        if only_strings && self.distinct.len() <= max_enum && self.count >= 2 * self.distinct.len()
+        {
+            schema.insert(
+                "enum".into(),
+                Value::Array(self.distinct.iter().map(|(_, v)| v.clone()).collect()),
+            );
+        }
+        Value::Object(schema)
+    }
+}
+
+/// A JSON Schema describing every value given; `{}` (anything) when there are none.
+pub fn infer_schema<'a>(values: impl IntoIterator<Item = &'a Value>, max_enum: usize) -> Value {
+    let mut shape = Shape::default();
+    for value in values {
+        shape.add(value, max_enum);
+    }
+    shape.schema(max_enum)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_get_properties_required_keys_and_enums() {
+        let values: Vec<Value> = vec![
+            serde_json::from_str(r#"{"id": 1, "kind": "a", "tags": ["x"], "note": "n1"}"#).unwrap(),
+            serde_json::from_str(r#"{"id": 2, "kind": "a", "tags": [], "note": "n2"}"#).unwrap(),
+            serde_json::from_str(r#"{"id": 3.5, "kind": "b", "tags": ["y"]}"#).unwrap(),
+            serde_json::from_str(r#"{"id": 4, "kind": "b", "tags": ["z"]}"#).unwrap(),
+        ];
+        let schema = infer_schema(&values, 5);
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["id", "kind", "tags"]));
+        assert_eq!(schema["properties"]["id"]["type"], "number");
+        assert_eq!(schema["properties"]["kind"]["enum"], json!(["a", "b"]));
+        assert!(schema["properties"]["note"].get("enum").is_none());
+        assert_eq!(schema["properties"]["tags"]["items"]["type"], "string");
+    }
+
+    #[test]
+    fn mixed_types_become_a_type_list() {
+        let values = vec![json!("x"), json!(null), json!(3)];
+        let schema = infer_schema(&values, 5);
+        assert_eq!(schema["type"], json!(["integer", "null", "string"]));
+        assert!(schema.get("enum").is_none());
+    }
+}

@@ -1,0 +1,22 @@
+//! The analyzer crate's one error type.
+
+/// Everything that can go wrong in the analyzer crate, with enough context to act on.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzerError {
+    /// A pattern occurrence does not fit the traces it claims to index.
+    #[error("pattern {pattern}, occurrence {occurrence}: {message}")]
+    InvalidOccurrence {
+        pattern: String,
+        occurrence: usize,
+        message: String,
+    },
+    /// A pattern that cannot be analysed at all (no steps, no occurrences).
+    #[error("pattern {pattern}: {message}")]
+    InvalidPattern { pattern: String, message: String },
+    /// The pattern miner failed (bad SPMF input, too many steps).
+    #[error(transparent)]
+    Mining(#[from] crate::spm::SpmError),
+}
+
+/// The analyzer crate's result type.
+pub type Result<T, E = AnalyzerError> = std::result::Result<T, E>;

@@ -1,0 +1,897 @@
+//! Binding inference: for every input field of every step of a pattern, where its value comes
+//! from, decided across all the pattern's occurrences.
+//!
+//! # How a field is decided
+//!
+//! For each occurrence the payloads of the pattern's steps are indexed once (canonical hash of
+//! every JSON node -> its locations, see [`index`]), so looking up where a value appeared earlier
+//! is a hash probe. For one field, every occurrence contributes the *source keys* that explain
+//! its value there:
+//!
+//! - an earlier step's output at a pointer, or an element of a list in an earlier output (the
+//!   list pointer, with the element's position kept aside to find a selection rule);
+//! - an earlier step's input at a pointer;
+//! - a template: a string made of literal text and earlier values;
+//! - "first appears here" (a flow input) when nothing earlier equals it;
+//! - the most common value (a constant), counted across occurrences.
+//!
+//! A key's confidence is the share of the occurrences holding the field in which it explains the
+//! value. Keys are ranked by confidence, then by kind (outputs, then inputs, templates,
+//! constants, flow inputs), then by distance (nearest earlier step first), then by whether the
+//! source's last pointer segment names the field, then by the shorter pointer.
+//!
+//! Coincidences: a field whose value is the same in every occurrence is a constant unless data
+//! flow explains it, which needs an *informative* value (a string or number of three characters
+//! or more, a non-empty container) or a source named like the field; `true` appearing in an
+//! earlier output explains nothing.
+//!
+//! Never guessed silently: when the best key explains fewer than
+//! [`InferConfig::min_confidence`] of the occurrences the field becomes a flow input flagged
+//! [`BindingFlag::LowConfidence`]; when a different key, true in other occurrences, comes within
+//! [`InferConfig::ambiguity_margin`] of the best one, it becomes a flow input flagged
+//! [`BindingFlag::Ambiguous`]. A list element chosen without a consistent rule is reported as
+//! such and flagged [`BindingFlag::AgentChoice`].
+//!
+//! Output normalization: a step output that is a string holding a JSON object or array is
+//! parsed (see [`normalize_output`]), so pointers reach inside tool results that arrive as JSON
+//! text; any other string is a value at the root pointer `""`.
+
+pub(crate) mod index;
+mod template;
+
+use std::cmp::Reverse;
+use std::collections::{HashMap, HashSet};
+
+use chainweaver_recorder::model::candidate::{
+    Alternative, Binding, BindingFlag, BindingSource, Pattern, Selection, TemplateSlot,
+};
+use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
+use serde_json::Value;
+
+use crate::error::{AnalyzerError, Result};
+use index::{Side, ValueIndex, canonical_hash, last_segment};
+use template::{Part, find_template};
+
+/// Tuning of binding inference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InferConfig {
+    /// Below this share of occurrences a source is not trusted: the field becomes a flagged
+    /// flow input.
+    pub min_confidence: f64,
+    /// A different source within this share of the best one makes the field ambiguous.
+    pub ambiguity_margin: f64,
+    /// A constant needs at least this many occurrences.
+    pub min_constant_occurrences: usize,
+    /// String outputs longer than this are not parsed as JSON.
+    pub max_payload_bytes: usize,
+    /// At most this many JSON nodes of each step input or output are indexed.
+    pub max_nodes_per_payload: usize,
+    /// At most this many earlier locations are considered for one value in one occurrence.
+    pub max_locations_per_value: usize,
+    /// Earlier values shorter than this (in bytes) are not taken as template slots.
+    pub min_template_part: usize,
+    /// Strings longer than this are not searched for templates.
+    pub max_template_len: usize,
+}
+
+impl Default for InferConfig {
+    fn default() -> Self {
+        Self {
+            min_confidence: 0.8,
+            ambiguity_margin: 0.05,
+            min_constant_occurrences: 2,
+            max_payload_bytes: 1 << 20,
+            max_nodes_per_payload: 20_000,
+            max_locations_per_value: 64,
+            min_template_part: 3,
+            max_template_len: 2_000,
+        }
+    }
+}
+
+/// The output as binding pointers see it: a string holding a JSON object or array (at most
+/// `max_bytes` long) is parsed; anything else is kept as is.
+pub fn normalize_output(output: &Value, max_bytes: usize) -> Value {
+    if let Value::String(text) = output {
+        let trimmed = text.trim_start();
+        if text.len() <= max_bytes
+            && (trimmed.starts_with('{') || trimmed.starts_with('['))
+            && let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
+                serde_json::from_str::<Value>(text)
+        {
+            return parsed;
+        }
+    }
+    output.clone()
+}
+
+/// One occurrence of a pattern, resolved against its trace.
+#[derive(Debug)]
+pub(crate) struct OccurrenceView<'a> {
+    pub trace: &'a TraceWithSteps,
+    pub steps: Vec<&'a ObservedStep>,
+    /// Normalized outputs; `None` for a failed step or one without a result.
+    pub outputs: Vec<Option<Value>>,
+    pub index: ValueIndex,
+}
+
+impl OccurrenceView<'_> {
+    pub fn value_at(&self, location: &index::Location) -> Option<&Value> {
+        match location.side {
+            Side::Input => self.steps[location.step].inputs.pointer(&location.pointer),
+            Side::Output => self.outputs[location.step]
+                .as_ref()?
+                .pointer(&location.pointer),
+        }
+    }
+}
+
+/// The pattern's name in messages: its tools joined by ` -> `.
+pub(crate) fn pattern_name(pattern: &Pattern) -> String {
+    pattern.tools.join(" -> ")
+}
+
+/// Resolve and check every occurrence; index the payloads when `with_index`.
+pub(crate) fn occurrence_views<'a>(
+    traces: &'a [TraceWithSteps],
+    pattern: &Pattern,
+    config: &InferConfig,
+    with_index: bool,
+) -> Result<Vec<OccurrenceView<'a>>> {
+    let name = || pattern_name(pattern);
+    if pattern.is_empty() {
+        return Err(AnalyzerError::InvalidPattern {
+            pattern: name(),
+            message: "the pattern has no steps".into(),
+        });
+    }
+    let mut views = Vec::with_capacity(pattern.occurrences.len());
+    for (number, occurrence) in pattern.occurrences.iter().enumerate() {
+        let invalid = |message: String| AnalyzerError::InvalidOccurrence {
+            pattern: name(),
+            occurrence: number,
+            message,
+        };
+        let trace = traces.get(occurrence.trace).ok_or_else(|| {
+            invalid(format!(
+                "trace index {} is out of range ({} traces)",
+                occurrence.trace,
+                traces.len()
+            ))
+        })?;
+        if occurrence.steps.len() != pattern.len() {
+            return Err(invalid(format!(
+                "trace {}: {} step positions for a pattern of {} tools",
+                trace.trace.trace_id,
+                occurrence.steps.len(),
+                pattern.len()
+            )));
+        }
+        let mut steps = Vec::with_capacity(pattern.len());
+        for (position, (&at, tool)) in occurrence.steps.iter().zip(&pattern.tools).enumerate() {
+            let step = trace.steps.get(at).ok_or_else(|| {
+                invalid(format!(
+                    "trace {}: step position {at} is out of range ({} steps)",
+                    trace.trace.trace_id,
+                    trace.steps.len()
+                ))
+            })?;
+            if &step.tool_name != tool {
+                return Err(invalid(format!(
+                    "trace {}, step {}: tool `{}` where the pattern has `{tool}`",
+                    trace.trace.trace_id, step.step_index, step.tool_name
+                )));
+            }
+            if position > 0 && at <= occurrence.steps[position - 1] {
+                return Err(invalid(format!(
+                    "trace {}: step positions are not increasing",
+                    trace.trace.trace_id
+                )));
+            }
+            steps.push(step);
+        }
+        let outputs: Vec<Option<Value>> = steps
+            .iter()
+            .map(|step| {
+                if step.is_error() {
+                    None
+                } else {
+                    step.outputs
+                        .as_ref()
+                        .map(|o| normalize_output(o, config.max_payload_bytes))
+                }
+            })
+            .collect();
+        let mut index = ValueIndex::default();
+        if with_index {
+            // The last step's payloads never explain anything: nothing comes after it.
+            for position in 0..pattern.len() - 1 {
+                index.add(
+                    position,
+                    Side::Input,
+                    &steps[position].inputs,
+                    config.max_nodes_per_payload,
+                );
+                if let Some(output) = &outputs[position] {
+                    index.add(position, Side::Output, output, config.max_nodes_per_payload);
+                }
+            }
+        }
+        views.push(OccurrenceView {
+            trace,
+            steps,
+            outputs,
+            index,
+        });
+    }
+    Ok(views)
+}
+
+/// Infer a binding for every input field of every step of `pattern`.
+///
+/// `pattern.occurrences` index into `traces`. Bindings come out in step order, fields in the
+/// order they first appear. Errors name the occurrence that does not fit the traces.
+pub fn infer_bindings(
+    traces: &[TraceWithSteps],
+    pattern: &Pattern,
+    config: &InferConfig,
+) -> Result<Vec<Binding>> {
+    let views = occurrence_views(traces, pattern, config, true)?;
+    Ok(infer_from_views(&views, pattern, config))
+}
+
+pub(crate) fn infer_from_views(
+    views: &[OccurrenceView<'_>],
+    pattern: &Pattern,
+    config: &InferConfig,
+) -> Vec<Binding> {
+    let mut inferred = Vec::new();
+    for step in 0..pattern.len() {
+        for field in discover_fields(views, step, config) {
+            if let Some(found) = infer_field(views, pattern, step, &field, config) {
+                inferred.push(found);
+            }
+        }
+    }
+    detect_maps(&mut inferred, pattern);
+    let mut bindings: Vec<Binding> = inferred.into_iter().map(|i| i.binding).collect();
+    name_flow_inputs(&mut bindings);
+    bindings
+}
+
+// ----------------------------------------------------------------------------------------
+// Fields
+
+#[derive(Debug, Default)]
+struct FieldStat {
+    pointer: String,
+    present: usize,
+    objects: usize,
+    found_whole: usize,
+    hashes: HashMap<u64, usize>,
+    children: Vec<usize>,
+}
+
+/// The input fields of one step: leaves, plus containers that are copied whole from earlier
+/// data (or constant as a whole). Objects are descended; arrays are taken whole.
+fn discover_fields(views: &[OccurrenceView<'_>], step: usize, config: &InferConfig) -> Vec<String> {
+    let mut stats: Vec<FieldStat> = Vec::new();
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    let mut roots: Vec<usize> = Vec::new();
+    for view in views {
+        let Value::Object(map) = &view.steps[step].inputs else {
+            continue;
+        };
+        let mut pending: Vec<(String, &Value, Option<usize>)> = map
+            .iter()
+            .rev()
+            .map(|(k, v)| (format!("/{}", index::escape_segment(k)), v, None))
+            .collect();
+        while let Some((pointer, value, parent)) = pending.pop() {
+            let id = match ids.get(&pointer) {
+                Some(&id) => id,
+                None => {
+                    let id = stats.len();
+                    stats.push(FieldStat {
+                        pointer: pointer.clone(),
+                        ..FieldStat::default()
+                    });
+                    ids.insert(pointer.clone(), id);
+                    match parent {
+                        Some(parent) => stats[parent].children.push(id),
+                        None => roots.push(id),
+                    }
+                    id
+                }
+            };
+            let hash = canonical_hash(value);
+            let stat = &mut stats[id];
+            stat.present += 1;
+            *stat.hashes.entry(hash).or_default() += 1;
+            if matches!(value, Value::Object(_) | Value::Array(_)) {
+                let found = view.index.candidates(hash).iter().any(|&loc| {
+                    let location = &view.index.locations[loc];
+                    location.step < step && view.value_at(location) == Some(value)
+                });
+                if found {
+                    stat.found_whole += 1;
+                }
+            }
+            if let Value::Object(children) = value {
+                stat.objects += 1;
+                for (k, v) in children.iter().rev() {
+                    pending.push((
+                        format!("{pointer}/{}", index::escape_segment(k)),
+                        v,
+                        Some(id),
+                    ));
+                }
+            }
+        }
+    }
+    let mut fields = Vec::new();
+    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+    while let Some(id) = stack.pop() {
+        let stat = &stats[id];
+        let whole_share = stat.found_whole as f64 / stat.present as f64;
+        let constant =
+            stat.present >= config.min_constant_occurrences.max(2) && stat.hashes.len() == 1;
+        let descend = stat.objects == stat.present
+            && !stat.children.is_empty()
+            && whole_share < config.min_confidence
+            && !constant;
+        if descend {
+            stack.extend(stat.children.iter().rev());
+        } else {
+            fields.push(stat.pointer.clone());
+        }
+    }
+    fields
+}
+
+// ----------------------------------------------------------------------------------------
+// One field
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Exact {
+        step: usize,
+        side: Side,
+        pointer: String,
+    },
+    Element {
+        step: usize,
+        list_pointer: String,
+        item_pointer: String,
+    },
+    Template(Vec<Part>),
+    FlowInput,
+    Constant,
+}
+
+#[derive(Debug)]
+struct KeyStats {
+    /// One flag per occurrence holding the field.
+    holds: Vec<bool>,
+    count: usize,
+    /// Element keys: position and list length where the key holds.
+    positions: Vec<Option<(usize, usize)>>,
+}
+
+impl KeyStats {
+    fn new(n: usize) -> Self {
+        Self {
+            holds: vec![false; n],
+            count: 0,
+            positions: vec![None; n],
+        }
+    }
+
+    fn record(&mut self, at: usize, position: Option<(usize, usize)>) {
+        if !self.holds[at] {
+            self.holds[at] = true;
+            self.count += 1;
+            self.positions[at] = position;
+        }
+    }
+}
+
+/// A binding plus what the map detection needs to know about list positions.
+#[derive(Debug)]
+struct Inferred {
+    binding: Binding,
+    /// For list-element bindings: per holding occurrence, `(position, list length)`.
+    positions: Vec<(usize, usize)>,
+}
+
+struct Ranked {
+    key: Key,
+    stats: KeyStats,
+    class: u8,
+    distance: usize,
+    name_match: bool,
+    pointer: String,
+}
+
+fn informative(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.chars().count() >= 3,
+        Value::Number(n) => n.to_string().len() >= 3,
+        Value::Array(items) => !items.is_empty(),
+        Value::Object(map) => !map.is_empty(),
+        Value::Bool(_) | Value::Null => false,
+    }
+}
+
+fn infer_field(
+    views: &[OccurrenceView<'_>],
+    pattern: &Pattern,
+    step: usize,
+    field: &str,
+    config: &InferConfig,
+) -> Option<Inferred> {
+    let present: Vec<(&OccurrenceView<'_>, &Value)> = views
+        .iter()
+        .filter_map(|view| view.steps[step].inputs.pointer(field).map(|v| (view, v)))
+        .collect();
+    let n = present.len();
+    if n == 0 {
+        return None;
+    }
+    let mut keys: HashMap<Key, KeyStats> = HashMap::new();
+    let mut values: HashMap<u64, (usize, usize)> = HashMap::new(); // hash -> (count, first at)
+    let mut value_hashes = Vec::with_capacity(n);
+    for (at, (view, value)) in present.iter().enumerate() {
+        let hash = canonical_hash(value);
+        value_hashes.push(hash);
+        values.entry(hash).or_insert((0, at)).0 += 1;
+        let mut found = 0;
+        let mut seen: HashSet<Key> = HashSet::new();
+        for &id in view.index.candidates(hash) {
+            if found >= config.max_locations_per_value {
+                break;
+            }
+            let location = &view.index.locations[id];
+            if location.step >= step || view.value_at(location) != Some(*value) {
+                continue;
+            }
+            found += 1;
+            let (key, position) = match (location.side, location.list_pointer(), location.element) {
+                (Side::Output, Some((list, item)), Some(element)) => (
+                    Key::Element {
+                        step: location.step,
+                        list_pointer: list.to_string(),
+                        item_pointer: item.to_string(),
+                    },
+                    Some((element.index, element.list_len)),
+                ),
+                _ => (
+                    Key::Exact {
+                        step: location.step,
+                        side: location.side,
+                        pointer: location.pointer.clone(),
+                    },
+                    None,
+                ),
+            };
+            if seen.insert(key.clone()) {
+                keys.entry(key)
+                    .or_insert_with(|| KeyStats::new(n))
+                    .record(at, position);
+            }
+        }
+        if found == 0 {
+            keys.entry(Key::FlowInput)
+                .or_insert_with(|| KeyStats::new(n))
+                .record(at, None);
+            if let Value::String(text) = value
+                && text.len() <= config.max_template_len
+                && let Some(parts) = find_template(view, step, text, config.min_template_part)
+            {
+                keys.entry(Key::Template(parts))
+                    .or_insert_with(|| KeyStats::new(n))
+                    .record(at, None);
+            }
+        }
+    }
+    // The most common value, as a constant.
+    let (common_hash, common_count, common_at) = values
+        .iter()
+        .map(|(&h, &(count, first))| (h, count, first))
+        .max_by_key(|&(_, count, first)| (count, Reverse(first)))?;
+    let common_value = present[common_at].1;
+    if common_count >= config.min_constant_occurrences.max(2) {
+        let mut stats = KeyStats::new(n);
+        for (at, &hash) in value_hashes.iter().enumerate() {
+            if hash == common_hash {
+                stats.record(at, None);
+            }
+        }
+        keys.insert(Key::Constant, stats);
+    }
+    let constant_field = common_count == n && n >= config.min_constant_occurrences.max(2);
+    let field_name = last_segment(field);
+
+    let mut ranked: Vec<Ranked> = keys
+        .into_iter()
+        .map(|(key, stats)| {
+            let (class, distance, pointer) = match &key {
+                Key::Exact {
+                    step: from,
+                    side: Side::Output,
+                    pointer,
+                } => (0, step - from, pointer.clone()),
+                Key::Element {
+                    step: from,
+                    list_pointer,
+                    item_pointer,
+                } => (0, step - from, format!("{list_pointer}/*{item_pointer}")),
+                Key::Exact {
+                    step: from,
+                    side: Side::Input,
+                    pointer,
+                } => (10, step - from, pointer.clone()),
+                Key::Template(_) => (20, 0, String::new()),
+                Key::Constant => (30, 0, String::new()),
+                Key::FlowInput => (40, 0, String::new()),
+            };
+            let name_match = match &key {
+                Key::Exact { pointer, .. } => last_segment(pointer) == field_name,
+                Key::Element {
+                    list_pointer,
+                    item_pointer,
+                    ..
+                } => {
+                    let named = if item_pointer.is_empty() {
+                        list_pointer
+                    } else {
+                        item_pointer
+                    };
+                    last_segment(named) == field_name
+                }
+                _ => false,
+            };
+            // A constant value that data flow does not really explain stays a constant.
+            let class = if class < 30 && constant_field && !informative(common_value) && !name_match
+            {
+                35
+            } else {
+                class
+            };
+            Ranked {
+                key,
+                stats,
+                class,
+                distance,
+                name_match,
+                pointer,
+            }
+        })
+        .collect();
+    ranked.sort_by(|a, b| {
+        (
+            Reverse(a.stats.count),
+            a.class,
+            a.distance,
+            !a.name_match,
+            a.pointer.len(),
+            &a.pointer,
+        )
+            .cmp(&(
+                Reverse(b.stats.count),
+                b.class,
+                b.distance,
+                !b.name_match,
+                b.pointer.len(),
+                &b.pointer,
+            ))
+    });
+
+    let share = |count: usize| count as f64 / n as f64;
+    let best = &ranked[0];
+    let best_share = share(best.stats.count);
+    let mut flags = Vec::new();
+    let runner_up = ranked.iter().skip(1).find(|r| {
+        r.key != Key::FlowInput && r.key != best.key && r.stats.holds != best.stats.holds
+    });
+    let ambiguous = best.key != Key::FlowInput
+        && best.stats.count < n
+        && runner_up.is_some_and(|r| share(r.stats.count) + config.ambiguity_margin >= best_share);
+    let chosen = if best.key == Key::FlowInput {
+        if best_share < config.min_confidence {
+            // Even "first appears here" is rare: the field has no dominant source at all.
+            flags.push(BindingFlag::LowConfidence);
+        }
+        Some(0)
+    } else if best_share < config.min_confidence {
+        flags.push(BindingFlag::LowConfidence);
+        None
+    } else if ambiguous {
+        flags.push(BindingFlag::Ambiguous);
+        None
+    } else {
+        Some(0)
+    };
+    let source_of = |r: &Ranked| to_source(&r.key, &r.stats, &present, pattern);
+    let (source, confidence, chosen_index) = match chosen {
+        Some(i) => (source_of(&ranked[i]), share(ranked[i].stats.count), Some(i)),
+        None => {
+            let flow_input = ranked.iter().position(|r| r.key == Key::FlowInput);
+            let confidence = flow_input.map_or(0.0, |i| share(ranked[i].stats.count));
+            (
+                BindingSource::FlowInput {
+                    name: String::new(),
+                },
+                confidence,
+                flow_input,
+            )
+        }
+    };
+    if let BindingSource::ListElement {
+        selection: Selection::Chosen,
+        ..
+    } = source
+    {
+        flags.push(BindingFlag::AgentChoice);
+    }
+    if n < views.len() {
+        flags.push(BindingFlag::Optional);
+    }
+    let alternatives = ranked
+        .iter()
+        .enumerate()
+        .filter(|(i, r)| Some(*i) != chosen_index && r.stats.count > 0)
+        .take(3)
+        .map(|(_, r)| Alternative {
+            source: source_of(r),
+            confidence: share(r.stats.count),
+        })
+        .collect();
+    let positions = match chosen_index.map(|i| &ranked[i]) {
+        Some(
+            r @ Ranked {
+                key: Key::Element { .. },
+                ..
+            },
+        ) => r.stats.positions.iter().flatten().copied().collect(),
+        _ => Vec::new(),
+    };
+    Some(Inferred {
+        binding: Binding {
+            step,
+            tool_name: pattern.tools[step].clone(),
+            field: field.to_string(),
+            source,
+            confidence,
+            observed: n,
+            alternatives,
+            flags,
+        },
+        positions,
+    })
+}
+
+fn selection_of(positions: &[(usize, usize)]) -> Selection {
+    if positions.iter().all(|&(index, _)| index == 0) {
+        Selection::First
+    } else if positions.windows(2).all(|w| w[0].0 == w[1].0) {
+        // A fixed index is expressible as a pointer; prefer it to "last" when both hold.
+        Selection::Index {
+            index: positions.first().map_or(0, |p| p.0),
+        }
+    } else if positions.iter().all(|&(index, len)| index + 1 == len) {
+        Selection::Last
+    } else {
+        Selection::Chosen
+    }
+}
+
+fn location_source(step: usize, side: Side, pointer: &str) -> BindingSource {
+    match side {
+        Side::Output => BindingSource::StepOutput {
+            step,
+            pointer: pointer.to_string(),
+        },
+        Side::Input => BindingSource::StepInput {
+            step,
+            pointer: pointer.to_string(),
+        },
+    }
+}
+
+fn to_source(
+    key: &Key,
+    stats: &KeyStats,
+    present: &[(&OccurrenceView<'_>, &Value)],
+    pattern: &Pattern,
+) -> BindingSource {
+    match key {
+        Key::Exact {
+            step,
+            side,
+            pointer,
+        } => location_source(*step, *side, pointer),
+        Key::Element {
+            step,
+            list_pointer,
+            item_pointer,
+        } => {
+            let positions: Vec<(usize, usize)> =
+                stats.positions.iter().flatten().copied().collect();
+            BindingSource::ListElement {
+                step: *step,
+                list_pointer: list_pointer.clone(),
+                item_pointer: item_pointer.clone(),
+                selection: selection_of(&positions),
+            }
+        }
+        Key::Template(parts) => {
+            let mut template = String::new();
+            let mut slots: Vec<TemplateSlot> = Vec::new();
+            for part in parts {
+                match part {
+                    Part::Literal(text) => template.push_str(text),
+                    Part::Slot {
+                        step,
+                        side,
+                        pointer,
+                    } => {
+                        let source = location_source(*step, *side, pointer);
+                        let name = match slots.iter().find(|s| s.source == source) {
+                            Some(slot) => slot.name.clone(),
+                            None => {
+                                let base = match last_segment(pointer) {
+                                    s if s.is_empty() => pattern.tools[*step].clone(),
+                                    s => s,
+                                };
+                                let mut name = base.clone();
+                                let mut n = 2;
+                                while slots.iter().any(|s| s.name == name) {
+                                    name = format!("{base}_{n}");
+                                    n += 1;
+                                }
+                                slots.push(TemplateSlot {
+                                    name: name.clone(),
+                                    source,
+                                });
+                                name
+                            }
+                        };
+                        template.push_str("{{");
+                        template.push_str(&name);
+                        template.push_str("}}");
+                    }
+                }
+            }
+            BindingSource::Template { template, slots }
+        }
+        Key::Constant => {
+            let at = stats.holds.iter().position(|&h| h).unwrap_or(0);
+            BindingSource::Constant {
+                value: present.get(at).map_or(Value::Null, |(_, v)| (*v).clone()),
+            }
+        }
+        Key::FlowInput => BindingSource::FlowInput {
+            name: String::new(),
+        },
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// Maps and names
+
+/// Runs of consecutive calls to one tool that take successive elements of one earlier list
+/// (call `r` of the run takes element `r`) become map bindings.
+fn detect_maps(inferred: &mut [Inferred], pattern: &Pattern) {
+    let mut start = 0;
+    while start < pattern.len() {
+        let mut end = start + 1;
+        while end < pattern.len() && pattern.tools[end] == pattern.tools[start] {
+            end += 1;
+        }
+        let run_len = end - start;
+        if run_len >= 2 {
+            let fields: Vec<String> = inferred
+                .iter()
+                .filter(|i| i.binding.step == start)
+                .map(|i| i.binding.field.clone())
+                .collect();
+            for field in fields {
+                let members: Vec<usize> = (start..end)
+                    .filter_map(|s| {
+                        inferred
+                            .iter()
+                            .position(|i| i.binding.step == s && i.binding.field == field)
+                    })
+                    .collect();
+                if members.len() != run_len {
+                    continue;
+                }
+                let first = match &inferred[members[0]].binding.source {
+                    BindingSource::ListElement {
+                        step,
+                        list_pointer,
+                        item_pointer,
+                        ..
+                    } => (*step, list_pointer.clone(), item_pointer.clone()),
+                    _ => continue,
+                };
+                let all_in_order = members.iter().enumerate().all(|(r, &m)| {
+                    matches!(&inferred[m].binding.source,
+                        BindingSource::ListElement { step, list_pointer, item_pointer, .. }
+                        if (*step, list_pointer, item_pointer) == (first.0, &first.1, &first.2))
+                        && !inferred[m].positions.is_empty()
+                        && inferred[m].positions.iter().all(|&(index, _)| index == r)
+                });
+                if !all_in_order {
+                    continue;
+                }
+                let positions = &inferred[members[0]].positions;
+                let covers_list = if positions.is_empty() {
+                    0.0
+                } else {
+                    positions.iter().filter(|&&(_, len)| len == run_len).count() as f64
+                        / positions.len() as f64
+                };
+                for (r, &m) in members.iter().enumerate() {
+                    let binding = &mut inferred[m].binding;
+                    binding.source = BindingSource::Map {
+                        step: first.0,
+                        list_pointer: first.1.clone(),
+                        item_pointer: first.2.clone(),
+                        index: r,
+                        run_start: start,
+                        run_len,
+                        covers_list,
+                    };
+                }
+            }
+        }
+        start = end;
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "input".to_string()
+    } else {
+        cleaned
+    }
+}
+
+/// Flow inputs are named after their field's last segment, numbered when names repeat.
+fn name_flow_inputs(bindings: &mut [Binding]) {
+    let mut used: HashSet<String> = HashSet::new();
+    for binding in bindings.iter_mut() {
+        if let BindingSource::FlowInput { name } = &mut binding.source {
+            let base = sanitize(&last_segment(&binding.field));
+            let mut candidate = base.clone();
+            let mut n = 2;
+            while used.contains(&candidate) {
+                candidate = format!("{base}_{n}");
+                n += 1;
+            }
+            used.insert(candidate.clone());
+            *name = candidate;
+        }
+        let base = sanitize(&last_segment(&binding.field));
+        for alternative in &mut binding.alternatives {
+            if let BindingSource::FlowInput { name } = &mut alternative.source {
+                name.clone_from(&base);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,94 @@
+//! Template search: a string input that embeds earlier values (`"Deployed to prod"` after an
+//! earlier `env = "prod"`) becomes literal text plus slots.
+
+use std::cmp::Reverse;
+
+use serde_json::Value;
+
+use super::OccurrenceView;
+use super::index::Side;
+
+/// One part of a template found in one occurrence.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Part {
+    Literal(String),
+    Slot {
+        step: usize,
+        side: Side,
+        pointer: String,
+    },
+}
+
+fn leaf_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Split `text` (an input of pattern step `step`) into literal text and earlier values, longest
+/// values first, outputs before inputs, nearer steps first. `None` when no earlier value of at
+/// least `min_part` bytes occurs in it.
+pub(crate) fn find_template(
+    view: &OccurrenceView<'_>,
+    step: usize,
+    text: &str,
+    min_part: usize,
+) -> Option<Vec<Part>> {
+    let mut found: Vec<(String, usize)> = Vec::new();
+    for &id in &view.index.text_leaves {
+        let location = &view.index.locations[id];
+        if location.step >= step {
+            continue;
+        }
+        let Some(leaf) = view.value_at(location).and_then(leaf_text) else {
+            continue;
+        };
+        if leaf.len() >= min_part && leaf.len() < text.len() && text.contains(leaf.as_str()) {
+            found.push((leaf, id));
+        }
+    }
+    if found.is_empty() {
+        return None;
+    }
+    found.sort_by_key(|(leaf, id)| {
+        let location = &view.index.locations[*id];
+        (
+            Reverse(leaf.len()),
+            location.side != Side::Output,
+            Reverse(location.step),
+            location.pointer.len(),
+            location.pointer.clone(),
+        )
+    });
+    // Claimed byte ranges of `text`, each with the location filling it.
+    let mut claimed: Vec<(usize, usize, usize)> = Vec::new();
+    for (leaf, id) in &found {
+        for (start, _) in text.match_indices(leaf.as_str()) {
+            let end = start + leaf.len();
+            if claimed.iter().all(|&(s, e, _)| end <= s || start >= e) {
+                claimed.push((start, end, *id));
+            }
+        }
+    }
+    claimed.sort_unstable();
+    let mut parts = Vec::new();
+    let mut at = 0;
+    for (start, end, id) in claimed {
+        if start > at {
+            parts.push(Part::Literal(text[at..start].to_string()));
+        }
+        let location = &view.index.locations[id];
+        parts.push(Part::Slot {
+            step: location.step,
+            side: location.side,
+            pointer: location.pointer.clone(),
+        });
+        at = end;
+    }
+    if at < text.len() {
+        parts.push(Part::Literal(text[at..].to_string()));
+    }
+    Some(parts)
+}

@@ -1,0 +1,415 @@
+//! `chainweaver mine`, `patterns` and `candidates`: find repeated tool sequences and propose them
+//! as flows.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::Context;
+use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig, MineOutcome, PatternSummary};
+use chainweaver_analyzer::spm::{self, ContiguousOptions, GappedOptions, SequenceDb};
+use chainweaver_recorder::model::TraceWithSteps;
+use chainweaver_recorder::model::candidate::Candidate;
+use chainweaver_recorder::store::TraceStore;
+use clap::Subcommand;
+use serde::Serialize;
+
+use super::output::{Table, emit};
+use super::store::open_existing;
+use super::{Failure, Global, exit, progress};
+
+/// Document kinds in the store.
+pub const PATTERN_KIND: &str = "pattern";
+pub const CANDIDATE_KIND: &str = "candidate";
+/// At most this many patterns are kept in the store for browsing.
+const STORED_PATTERNS: usize = 1000;
+
+/// Mine the stored traces for repeated tool sequences, infer where each argument comes from,
+/// and store the best as candidate flows.
+///
+/// Support counts distinct traces. Only closed patterns are kept: a pattern is dropped when a
+/// longer one containing it has the same support. With `--count-only` nothing is stored: the
+/// number of frequent patterns (all, not only closed, as the literature counts them) and the time
+/// spent are printed, for parity and benchmark runs; `--spmf FILE` then mines an SPMF file
+/// directly instead of the store.
+#[derive(Debug, clap::Args)]
+pub struct MineArgs {
+    /// A pattern must appear in at least this many distinct traces.
+    #[arg(long, default_value_t = 3)]
+    pub min_support: u32,
+    /// Shortest pattern (use 1 to count single tools, as the literature does).
+    #[arg(long, default_value_t = 2)]
+    pub min_length: usize,
+    /// Longest pattern.
+    #[arg(long, default_value_t = 10)]
+    pub max_length: usize,
+    /// Allow up to N unrelated calls between two steps of a pattern (sequences with gaps).
+    /// Without it, patterns are contiguous.
+    #[arg(long)]
+    pub max_gap: Option<usize>,
+    /// With --count-only: any gap at all (all frequent sequential patterns).
+    #[arg(long, requires = "count_only", conflicts_with = "max_gap")]
+    pub any_gap: bool,
+    /// Propose at most this many candidates (the best-ranked patterns).
+    #[arg(long, default_value_t = 50)]
+    pub max_candidates: usize,
+    /// Only count the frequent patterns and print the time spent; store nothing.
+    #[arg(long)]
+    pub count_only: bool,
+    /// With --count-only: mine this SPMF sequence file instead of the store.
+    #[arg(long, requires = "count_only", value_name = "FILE")]
+    pub spmf: Option<PathBuf>,
+}
+
+impl MineArgs {
+    pub fn config(&self) -> MineConfig {
+        MineConfig {
+            min_support: self.min_support,
+            min_length: self.min_length,
+            max_length: self.max_length,
+            max_gap: self.max_gap,
+            max_candidates: self.max_candidates,
+            ..MineConfig::default()
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PatternsCommand {
+    /// List the patterns the last `mine` stored, best-ranked first.
+    List {
+        #[arg(long, default_value_t = 30)]
+        limit: usize,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CandidatesCommand {
+    /// List the candidate flows, highest score first.
+    List,
+    /// Show one candidate: its steps, every binding with its confidence, and its evidence.
+    Show { candidate: String },
+    /// Write a candidate's flow as a flow file (JSON), ready for `flows validate` and `run`.
+    Export {
+        candidate: String,
+        /// The file to write (default: standard output).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Also write the tool schemas inferred from the traces, as JSON, here.
+        #[arg(long)]
+        tool_schemas: Option<PathBuf>,
+    },
+}
+
+/// Load every trace of the store, with a bar.
+pub fn load_traces(store: &dyn TraceStore, global: &Global) -> anyhow::Result<Vec<TraceWithSteps>> {
+    let counts = store.counts()?;
+    let bar = progress::bar(global, counts.traces, "loading traces");
+    let mut traces = Vec::with_capacity(counts.traces as usize);
+    store.for_each_trace(&mut |trace| {
+        traces.push(trace);
+        bar.inc(1);
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    Ok(traces)
+}
+
+/// Mine and store the outcome: patterns and candidates replace those of an earlier run.
+pub fn mine_and_store(
+    store: &mut dyn TraceStore,
+    config: MineConfig,
+    global: &Global,
+) -> anyhow::Result<MineOutcome> {
+    let traces = load_traces(store, global)?;
+    if traces.is_empty() {
+        return Err(Failure {
+            code: exit::FAILED,
+            message: format!("the store {} holds no traces", global.store.display()),
+            hint: Some("import some first: `chainweaver import FILE`".into()),
+        }
+        .into());
+    }
+    let spinner = progress::bar(global, 0, "mining");
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    let outcome = ChainAnalyzer::new(config).analyze(&traces)?;
+    spinner.finish_and_clear();
+    for kind in [PATTERN_KIND, CANDIDATE_KIND] {
+        for (key, _) in store.list_documents(kind)? {
+            store.delete_document(kind, &key)?;
+        }
+    }
+    for (rank, pattern) in outcome.patterns.iter().take(STORED_PATTERNS).enumerate() {
+        let key = format!("{:05}-{}", rank, pattern.tools.join("_then_"));
+        store.put_document(PATTERN_KIND, &key, &serde_json::to_value(pattern)?)?;
+    }
+    for candidate in &outcome.candidates {
+        store.put_document(
+            CANDIDATE_KIND,
+            &candidate.id,
+            &serde_json::to_value(candidate)?,
+        )?;
+    }
+    Ok(outcome)
+}
+
+#[derive(Debug, Serialize)]
+struct CountOnly {
+    patterns: u64,
+    sequences: usize,
+    steps: usize,
+    seconds: f64,
+}
+
+fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
+    let started = Instant::now();
+    let db = match &args.spmf {
+        Some(path) => SequenceDb::read_spmf(path)?,
+        None => {
+            let store = open_existing(&global.store)?;
+            ChainAnalyzer::sequence_db(&load_traces(store.as_ref(), global)?)?
+        }
+    };
+    let patterns = if args.max_gap.is_none() && !args.any_gap {
+        let options = ContiguousOptions {
+            min_support: args.min_support,
+            min_length: args.min_length,
+            max_length: Some(args.max_length),
+            closed_only: false,
+        };
+        spm::contiguous::count(&db, &options)?
+    } else {
+        let options = GappedOptions {
+            min_support: args.min_support,
+            min_length: args.min_length,
+            max_length: Some(args.max_length),
+            max_gap: args.max_gap.map(|g| u32::try_from(g).unwrap_or(u32::MAX)),
+        };
+        spm::gapped::count(&db, &options)?
+    };
+    let result = CountOnly {
+        patterns,
+        sequences: db.len(),
+        steps: db.num_steps(),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    emit(global, &result, || {
+        format!(
+            "{} patterns in {} sequences ({} steps), {:.3} s\n",
+            result.patterns, result.sequences, result.steps, result.seconds
+        )
+    })?;
+    Ok(exit::OK)
+}
+
+pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
+    if args.count_only {
+        return count_only(&args, global);
+    }
+    let mut store = open_existing(&global.store)?;
+    let outcome = mine_and_store(store.as_mut(), args.config(), global)?;
+    emit(global, &outcome, || summary_text(&outcome))?;
+    Ok(exit::OK)
+}
+
+/// The ranked summary `mine` and `analyze` print.
+pub fn summary_text(outcome: &MineOutcome) -> String {
+    let mut text = format!(
+        "{} traces, {} steps, {} tools: {} closed patterns, {} candidates (mining {:.2} s, inference {:.2} s)\n\n",
+        outcome.traces,
+        outcome.steps,
+        outcome.distinct_tools,
+        outcome.patterns.len(),
+        outcome.candidates.len(),
+        outcome.mining_time.as_secs_f64(),
+        outcome.inference_time.as_secs_f64()
+    );
+    text.push_str(&candidate_table(&outcome.candidates).render());
+    for (tools, reason) in &outcome.skipped {
+        text.push_str(&format!("skipped {}: {reason}\n", tools.join(" -> ")));
+    }
+    text
+}
+
+fn candidate_table(candidates: &[Candidate]) -> Table {
+    let mut table = Table::new(&[
+        ">#",
+        "candidate",
+        ">support",
+        ">saved",
+        ">confidence",
+        ">flagged",
+        "effects",
+        ">score",
+    ]);
+    for (rank, candidate) in candidates.iter().enumerate() {
+        let evidence = &candidate.evidence;
+        table.row(vec![
+            (rank + 1).to_string(),
+            candidate.tools.join(" -> "),
+            evidence.support.to_string(),
+            evidence.round_trips_saved.to_string(),
+            format!("{:.2}", evidence.mean_confidence),
+            evidence.flagged_bindings.to_string(),
+            if evidence.read_only {
+                "read-only".into()
+            } else {
+                "side effects".into()
+            },
+            format!("{:.1}", evidence.score),
+        ]);
+    }
+    table
+}
+
+fn stored_candidates(store: &dyn TraceStore) -> anyhow::Result<Vec<Candidate>> {
+    let mut candidates = Vec::new();
+    for (key, document) in store.list_documents(CANDIDATE_KIND)? {
+        let candidate: Candidate = serde_json::from_value(document)
+            .with_context(|| format!("stored candidate `{key}` cannot be read"))?;
+        candidates.push(candidate);
+    }
+    candidates.sort_by(|a, b| {
+        b.evidence
+            .score
+            .total_cmp(&a.evidence.score)
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    Ok(candidates)
+}
+
+/// A candidate by id, or by its rank in `candidates list` (1-based).
+fn find_candidate(
+    store: &dyn TraceStore,
+    wanted: &str,
+    global: &Global,
+) -> anyhow::Result<Candidate> {
+    let candidates = stored_candidates(store)?;
+    let by_rank = wanted
+        .parse::<usize>()
+        .ok()
+        .and_then(|rank| rank.checked_sub(1))
+        .and_then(|i| candidates.get(i));
+    let found = by_rank.or_else(|| candidates.iter().find(|c| c.id == wanted));
+    found.cloned().ok_or_else(|| {
+        Failure {
+            code: exit::FAILED,
+            message: format!("no candidate `{wanted}` in {}", global.store.display()),
+            hint: Some(if candidates.is_empty() {
+                "run `chainweaver mine` first".to_string()
+            } else {
+                "`chainweaver candidates list` shows the candidates and their ranks".to_string()
+            }),
+        }
+        .into()
+    })
+}
+
+pub fn run_patterns(command: PatternsCommand, global: &Global) -> anyhow::Result<u8> {
+    let PatternsCommand::List { limit } = command;
+    let store = open_existing(&global.store)?;
+    let mut patterns = Vec::new();
+    for (key, document) in store.list_documents(PATTERN_KIND)?.into_iter().take(limit) {
+        let pattern: PatternSummary = serde_json::from_value(document)
+            .with_context(|| format!("stored pattern `{key}` cannot be read"))?;
+        patterns.push(pattern);
+    }
+    emit(global, &patterns, || {
+        if patterns.is_empty() {
+            return "no patterns stored: run `chainweaver mine`\n".into();
+        }
+        let mut table = Table::new(&["pattern", ">length", ">support", ">occurrences", ">saved"]);
+        for pattern in &patterns {
+            table.row(vec![
+                pattern.tools.join(" -> "),
+                pattern.tools.len().to_string(),
+                pattern.support.to_string(),
+                pattern.occurrences.to_string(),
+                pattern.round_trips_saved.to_string(),
+            ]);
+        }
+        table.render()
+    })?;
+    Ok(exit::OK)
+}
+
+pub fn run_candidates(command: CandidatesCommand, global: &Global) -> anyhow::Result<u8> {
+    let store = open_existing(&global.store)?;
+    match command {
+        CandidatesCommand::List => {
+            let candidates = stored_candidates(store.as_ref())?;
+            emit(global, &candidates, || {
+                if candidates.is_empty() {
+                    "no candidates stored: run `chainweaver mine`\n".into()
+                } else {
+                    candidate_table(&candidates).render()
+                }
+            })?;
+        }
+        CandidatesCommand::Show { candidate } => {
+            let candidate = find_candidate(store.as_ref(), &candidate, global)?;
+            emit(global, &candidate, || show_text(&candidate))?;
+        }
+        CandidatesCommand::Export {
+            candidate,
+            output,
+            tool_schemas,
+        } => {
+            let candidate = find_candidate(store.as_ref(), &candidate, global)?;
+            let flow = serde_json::to_string_pretty(&candidate.flow)? + "\n";
+            match &output {
+                Some(path) => std::fs::write(path, &flow)
+                    .with_context(|| format!("cannot write {}", path.display()))?,
+                None => print!("{flow}"),
+            }
+            if let Some(path) = &tool_schemas {
+                let text = serde_json::to_string_pretty(&candidate.tool_schemas)? + "\n";
+                std::fs::write(path, text)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn show_text(candidate: &Candidate) -> String {
+    let evidence = &candidate.evidence;
+    let mut text = format!(
+        "candidate {}\n  steps: {}\n  support {} traces, {} occurrences, success rate {:.0}%, reproduced {:.0}%\n  round trips saved {}, score {:.1}, {}\n\nbindings:\n",
+        candidate.id,
+        candidate.tools.join(" -> "),
+        evidence.support,
+        evidence.occurrences,
+        evidence.success_rate * 100.0,
+        evidence.reproduced * 100.0,
+        evidence.round_trips_saved,
+        evidence.score,
+        if evidence.read_only {
+            "read-only"
+        } else {
+            "may have side effects"
+        },
+    );
+    let mut table = Table::new(&[">step", "tool", "field", "source", ">confidence", "flag"]);
+    for binding in &candidate.bindings {
+        let tool = candidate
+            .tools
+            .get(binding.step)
+            .cloned()
+            .unwrap_or_default();
+        table.row(vec![
+            binding.step.to_string(),
+            tool,
+            binding.field.clone(),
+            serde_json::to_string(&binding.source).unwrap_or_default(),
+            format!("{:.2}", binding.confidence),
+            binding
+                .flags
+                .iter()
+                .map(|f| format!("{f:?}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        ]);
+    }
+    text.push_str(&table.render());
+    text
+}
