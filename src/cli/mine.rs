@@ -39,9 +39,9 @@ pub struct MineArgs {
     /// Shortest pattern (use 1 to count single tools, as the literature does).
     #[arg(long, default_value_t = 2)]
     pub min_length: usize,
-    /// Longest pattern.
-    #[arg(long, default_value_t = 10)]
-    pub max_length: usize,
+    /// Longest pattern (default: 10 when proposing candidates, unbounded with --count-only).
+    #[arg(long)]
+    pub max_length: Option<usize>,
     /// Allow up to N unrelated calls between two steps of a pattern (sequences with gaps).
     /// Without it, patterns are contiguous.
     #[arg(long)]
@@ -65,7 +65,7 @@ impl MineArgs {
         MineConfig {
             min_support: self.min_support,
             min_length: self.min_length,
-            max_length: self.max_length,
+            max_length: self.max_length.unwrap_or(10),
             max_gap: self.max_gap,
             max_candidates: self.max_candidates,
             ..MineConfig::default()
@@ -173,7 +173,7 @@ fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         let options = ContiguousOptions {
             min_support: args.min_support,
             min_length: args.min_length,
-            max_length: Some(args.max_length),
+            max_length: args.max_length,
             closed_only: false,
         };
         spm::contiguous::count(&db, &options)?
@@ -181,7 +181,7 @@ fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         let options = GappedOptions {
             min_support: args.min_support,
             min_length: args.min_length,
-            max_length: Some(args.max_length),
+            max_length: args.max_length,
             max_gap: args.max_gap.map(|g| u32::try_from(g).unwrap_or(u32::MAX)),
         };
         spm::gapped::count(&db, &options)?

@@ -1,1 +1,321 @@
-//! cli tests.
+//! The `chainweaver` binary end to end: real processes, real stores, real files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::shared_datasets;
+
+fn chainweaver(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CHAINWEAVER_STORE")
+        .output()
+        .expect("the chainweaver binary runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let output = chainweaver(dir, args);
+    assert!(
+        output.status.success(),
+        "chainweaver {args:?} failed: {}",
+        stderr(&output)
+    );
+    stdout(&output)
+}
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--format", "json"]);
+    let text = ok(dir, &all);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{args:?} printed no JSON ({e}): {text}"))
+}
+
+fn sample() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/sample/support-agent.jsonl")
+}
+
+#[test]
+fn generate_is_deterministic_and_round_trips_through_both_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(
+        d,
+        &[
+            "datasets", "generate", "--traces", "150", "--seed", "5", "--jsonl", "a.jsonl",
+            "--truth", "a.json",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "datasets", "generate", "--traces", "150", "--seed", "5", "--jsonl", "b.jsonl",
+            "--truth", "b.json",
+        ],
+    );
+    let a = std::fs::read(d.join("a.jsonl")).unwrap();
+    assert_eq!(
+        a,
+        std::fs::read(d.join("b.jsonl")).unwrap(),
+        "same seed, same bytes"
+    );
+    assert_eq!(
+        std::fs::read(d.join("a.json")).unwrap(),
+        std::fs::read(d.join("b.json")).unwrap()
+    );
+
+    // JSONL -> SQLite -> Parquet -> SQLite -> JSONL gives the same bytes back.
+    ok(d, &["--store", "one.db", "import", "a.jsonl"]);
+    ok(
+        d,
+        &[
+            "--store",
+            "one.db",
+            "traces",
+            "convert",
+            "--to",
+            "two.parquet",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "--store",
+            "two.parquet",
+            "traces",
+            "convert",
+            "--to",
+            "three.db",
+        ],
+    );
+    ok(
+        d,
+        &[
+            "--store",
+            "three.db",
+            "traces",
+            "export",
+            "-o",
+            "back.jsonl",
+        ],
+    );
+    assert_eq!(a, std::fs::read(d.join("back.jsonl")).unwrap());
+
+    let stats = json(d, &["--store", "two.parquet", "traces", "stats"]);
+    let calls: u64 = stats
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["calls"].as_u64().unwrap())
+        .sum();
+    let steps: usize = String::from_utf8(a)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["steps"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .sum();
+    assert_eq!(calls as usize, steps);
+}
+
+#[test]
+fn import_with_bad_lines_stores_the_rest_and_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("calls.jsonl"),
+        concat!(
+            r#"{"trace_id": "a", "tool": "fetch", "inputs": {"url": "u"}, "outputs": {"body": "b"}}"#, "\n",
+            r#"{"trace_id": "a", "tool": "parse", "inputs": {"body": "b"#, "\n",
+            r#"{"trace_id": "b", "tool": "fetch", "inputs": {"url": "v"}, "outputs": {"body": "c"}}"#, "\n",
+        ),
+    )
+    .unwrap();
+    let output = chainweaver(d, &["import", "calls.jsonl"]);
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("calls.jsonl:2"),
+        "the reject names file and line: {}",
+        stderr(&output)
+    );
+    let rejects = std::fs::read_to_string(d.join("chainweaver-rejects.jsonl")).unwrap();
+    assert_eq!(rejects.lines().count(), 1);
+    let listing = json(d, &["traces", "list"]);
+    assert_eq!(listing["total"], 2);
+}
+
+#[test]
+fn errors_say_what_and_hint_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let output = chainweaver(d, &["traces", "list"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("error: no store at chainweaver.db"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(stderr(&output).contains("hint:"));
+    assert!(
+        !d.join("chainweaver.db").exists(),
+        "reading commands create no store"
+    );
+
+    let output = chainweaver(d, &["traces", "list", "--format", "spmf"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("only `import` takes"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = chainweaver(d, &["import", "missing.json"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("missing.json"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = chainweaver(d, &["traces", "list", "--since", "last tuesday"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("last tuesday"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn analyze_on_the_sample_ranks_the_planted_flows_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = sample();
+    let report = json(
+        d,
+        &["analyze", sample.to_str().unwrap(), "--report", "report.md"],
+    );
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(sample.with_file_name("support-agent.truth.json")).unwrap(),
+    )
+    .unwrap();
+    let planted: Vec<Vec<String>> = truth["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| serde_json::from_value(f["tools"].clone()).unwrap())
+        .collect();
+    let candidates = report["mine"]["candidates"].as_array().unwrap();
+    let proposed: Vec<Vec<String>> = candidates
+        .iter()
+        .map(|c| serde_json::from_value(c["tools"].clone()).unwrap())
+        .collect();
+    for flow in &planted {
+        assert!(proposed.contains(flow), "planted {flow:?} proposed");
+    }
+    assert!(
+        std::fs::read_to_string(d.join("report.md"))
+            .unwrap()
+            .contains("find_customer -> get_customer")
+    );
+    // The store keeps the candidates for later commands.
+    let listed = json(d, &["candidates", "list"]);
+    assert_eq!(listed.as_array().unwrap().len(), candidates.len());
+    ok(d, &["candidates", "export", "1", "-o", "flow.json"]);
+    let flow: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("flow.json")).unwrap()).unwrap();
+    assert!(
+        flow["steps"].as_array().is_some_and(|s| s.len() >= 2),
+        "{flow}"
+    );
+}
+
+#[test]
+fn count_only_matches_the_literature_on_sign() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let sign = datasets.join("spm/SIGN.txt");
+    let contiguous = json(
+        dir.path(),
+        &[
+            "mine",
+            "--count-only",
+            "--spmf",
+            sign.to_str().unwrap(),
+            "--min-support",
+            "37",
+            "--min-length",
+            "1",
+        ],
+    );
+    assert_eq!(contiguous["patterns"], 184);
+    let gapped = json(
+        dir.path(),
+        &[
+            "mine",
+            "--count-only",
+            "--spmf",
+            sign.to_str().unwrap(),
+            "--min-support",
+            "219",
+            "--min-length",
+            "1",
+            "--any-gap",
+        ],
+    );
+    assert_eq!(gapped["patterns"], 1928);
+}
+
+#[test]
+fn tau_bench_imports_through_the_cli() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let tau = datasets.join("tau-bench-retail");
+    let report = json(dir.path(), &["import", tau.to_str().unwrap()]);
+    let files = report["files"].as_array().unwrap();
+    assert_eq!(files.len(), 4);
+    let steps: u64 = files.iter().map(|f| f["steps"].as_u64().unwrap()).sum();
+    let counts = json(dir.path(), &["traces", "list", "--limit", "1"]);
+    assert_eq!(counts["total"], 400);
+    let stats = json(dir.path(), &["traces", "stats"]);
+    let calls: u64 = stats
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["calls"].as_u64().unwrap())
+        .sum();
+    assert_eq!(calls, steps);
+    // Importing again stores nothing twice.
+    let again = json(dir.path(), &["import", tau.to_str().unwrap()]);
+    let duplicates: u64 = again["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["stored"]["duplicate_steps"].as_u64().unwrap())
+        .sum();
+    assert_eq!(duplicates, steps);
+}
+
+#[test]
+fn help_teaches_the_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let help = ok(dir.path(), &["--help"]);
+    insta::assert_snapshot!("main_help", help);
+}
