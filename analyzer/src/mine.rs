@@ -203,7 +203,7 @@ impl ChainAnalyzer {
 /// Keep the closed gapped patterns: drop one when a longer pattern that contains it as a
 /// subsequence has the same support.
 fn closed_gapped(mut patterns: Vec<(Vec<u32>, u32)>) -> Vec<(Vec<u32>, u32)> {
-    patterns.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+    patterns.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
     let mut kept: Vec<(Vec<u32>, u32)> = Vec::new();
     for (items, support) in patterns {
         let absorbed = kept.iter().any(|(longer, longer_support)| {
