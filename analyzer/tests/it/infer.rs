@@ -324,6 +324,15 @@ fn tau_bench_user_lookup_chain() {
     );
 }
 
+/// (step id, tool, input mapping, output mapping, ancestor positions)
+type WiredStep = (
+    String,
+    String,
+    Map<String, Value>,
+    Option<Map<String, Value>>,
+    Vec<usize>,
+);
+
 /// Static wiring check, in the spirit of `compile_flow`: every mapped field exists on the tool's
 /// inferred input schema, every required field is mapped, every context reference names a flow
 /// input or an output an earlier (ancestor) step maps, every mapped output key exists.
@@ -338,14 +347,7 @@ fn check_wiring(candidate: &Candidate) -> Result<(), String> {
         FlowDefinition::Linear(flow) => properties(flow.input_schema.as_ref().unwrap()),
         FlowDefinition::Dag(flow) => properties(flow.input_schema.as_ref().unwrap()),
     };
-    // (step id, tool, input mapping, output mapping, ancestors)
-    let steps: Vec<(
-        String,
-        String,
-        Map<String, Value>,
-        Option<Map<String, Value>>,
-        Vec<usize>,
-    )> = match &candidate.flow {
+    let steps: Vec<WiredStep> = match &candidate.flow {
         FlowDefinition::Linear(flow) => flow
             .steps
             .iter()
