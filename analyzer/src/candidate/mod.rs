@@ -37,9 +37,11 @@
 //!   effects: those need live verification and a careful review.
 
 mod effects;
+mod profile;
 mod schema;
 mod stats;
 
+pub use profile::ToolProfiles;
 pub use schema::infer_schema;
 pub use stats::{DailySupport, support_by_day};
 
@@ -48,16 +50,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{
     Binding, BindingFlag, BindingSource, Candidate, CandidateStatus, Effect, Evidence,
-    OccurrenceRef, Pattern, Selection, StepEffect, ToolSchema,
+    OccurrenceRef, Pattern, Selection, StepEffect,
 };
 use chainweaver_recorder::model::flow::{DagFlow, DagFlowStep, Flow, FlowDefinition, FlowStep};
 use serde_json::{Map, Value, json};
 
 use crate::error::Result;
 use crate::infer::index::escape_segment;
-use crate::infer::{
-    InferConfig, OccurrenceView, infer_from_views, normalize_output, occurrence_views,
-};
+use crate::infer::{InferConfig, OccurrenceView, infer_from_views, occurrence_views};
 
 /// Tuning of candidate building.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,9 +88,37 @@ pub fn build_candidate(
     pattern: &Pattern,
     config: &CandidateConfig,
 ) -> Result<Candidate> {
+    let tools: HashSet<String> = pattern.tools.iter().cloned().collect();
+    let profiles = profiles_for(traces, Some(&tools), config);
+    build_candidate_with(traces, pattern, &profiles, config)
+}
+
+/// Candidates for many patterns, profiling the tools once. One result a pattern, in order.
+pub fn build_candidates(
+    traces: &[TraceWithSteps],
+    patterns: &[Pattern],
+    config: &CandidateConfig,
+) -> Vec<Result<Candidate>> {
+    let profiles = profiles_for(traces, None, config);
+    patterns
+        .iter()
+        .map(|p| build_candidate_with(traces, p, &profiles, config))
+        .collect()
+}
+
+/// Infer the bindings of `pattern` and propose it as a flow, with tool profiles computed once
+/// by the caller ([`ToolProfiles::compute`]).
+pub fn build_candidate_with(
+    traces: &[TraceWithSteps],
+    pattern: &Pattern,
+    profiles: &ToolProfiles,
+    config: &CandidateConfig,
+) -> Result<Candidate> {
     let views = occurrence_views(traces, pattern, &config.infer, true)?;
     let bindings = infer_from_views(&views, pattern, &config.infer);
-    Ok(assemble(traces, pattern, &views, bindings, config))
+    Ok(assemble(
+        traces, pattern, &views, bindings, profiles, config,
+    ))
 }
 
 /// Propose `pattern` as a flow with bindings inferred (or edited) elsewhere.
@@ -101,7 +129,24 @@ pub fn candidate_from_bindings(
     config: &CandidateConfig,
 ) -> Result<Candidate> {
     let views = occurrence_views(traces, pattern, &config.infer, false)?;
-    Ok(assemble(traces, pattern, &views, bindings, config))
+    let tools: HashSet<String> = pattern.tools.iter().cloned().collect();
+    let profiles = profiles_for(traces, Some(&tools), config);
+    Ok(assemble(
+        traces, pattern, &views, bindings, &profiles, config,
+    ))
+}
+
+fn profiles_for(
+    traces: &[TraceWithSteps],
+    only: Option<&HashSet<String>>,
+    config: &CandidateConfig,
+) -> ToolProfiles {
+    ToolProfiles::compute(
+        traces,
+        only,
+        config.infer.max_payload_bytes,
+        config.max_enum_values,
+    )
 }
 
 /// The flow's name for a tool sequence: the tools joined by `_then_`.
@@ -269,6 +314,7 @@ fn assemble(
     pattern: &Pattern,
     views: &[OccurrenceView<'_>],
     mut bindings: Vec<Binding>,
+    profiles: &ToolProfiles,
     config: &CandidateConfig,
 ) -> Candidate {
     let len = pattern.len();
@@ -481,10 +527,7 @@ fn assemble(
     let mut determinism = BTreeMap::new();
     for tool in &pattern.tools {
         if !determinism.contains_key(tool) {
-            determinism.insert(
-                tool.clone(),
-                effects::determinism(traces, tool, config.infer.max_payload_bytes),
-            );
+            determinism.insert(tool.clone(), profiles.determinism(tool));
         }
     }
     let step_effects: Vec<StepEffect> = pattern
@@ -631,7 +674,7 @@ fn assemble(
     let mut tool_schemas = BTreeMap::new();
     for tool in &pattern.tools {
         if !tool_schemas.contains_key(tool) {
-            tool_schemas.insert(tool.clone(), tool_schema(traces, tool, config));
+            tool_schemas.insert(tool.clone(), profiles.schema(tool));
         }
     }
 
@@ -726,6 +769,18 @@ fn assemble(
     );
     if !templates.is_empty() {
         metadata.insert("templates".into(), Value::Array(templates));
+    }
+    // An empty input_mapping hands a tool the whole context: flag the steps observed with no
+    // arguments, which a mapping cannot express.
+    let whole_context: Vec<Value> = (0..len)
+        .filter(|&s| mappings[s].is_empty())
+        .map(|s| Value::String(builder.step_ids[s].clone()))
+        .collect();
+    if !whole_context.is_empty() {
+        metadata.insert(
+            "steps_given_whole_context".into(),
+            Value::Array(whole_context),
+        );
     }
     if !constants.is_empty() {
         metadata.insert("string_constants".into(), Value::Array(constants));
@@ -823,30 +878,6 @@ fn resolve(mapping: &Map<String, Value>, context: &Map<String, Value>) -> Value 
         }
     }
     Value::Object(resolved)
-}
-
-/// Schemas of one tool from all its successful calls in `traces`.
-fn tool_schema(traces: &[TraceWithSteps], tool: &str, config: &CandidateConfig) -> ToolSchema {
-    let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
-    for step in traces.iter().flat_map(|t| &t.steps) {
-        if step.tool_name != tool || step.is_error() {
-            continue;
-        }
-        inputs.push(&step.inputs);
-        if let Some(output) = &step.outputs {
-            let normalized = normalize_output(output, config.infer.max_payload_bytes);
-            outputs.push(match normalized {
-                object @ Value::Object(_) => object,
-                other => json!({ "result": other }),
-            });
-        }
-    }
-    ToolSchema {
-        calls: inputs.len(),
-        input_schema: infer_schema(inputs, config.max_enum_values),
-        output_schema: infer_schema(&outputs, config.max_enum_values),
-    }
 }
 
 #[cfg(test)]

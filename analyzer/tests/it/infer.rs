@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use chainweaver_analyzer::candidate::{CandidateConfig, build_candidate};
+use chainweaver_analyzer::candidate::{CandidateConfig, build_candidate, build_candidates};
 use chainweaver_analyzer::infer::{InferConfig, infer_bindings};
 use chainweaver_recorder::model::candidate::{
     Binding, BindingFlag, BindingSource, Candidate, Occurrence, Pattern, Selection,
@@ -471,10 +471,10 @@ fn every_repeated_tau_bench_sequence_gives_a_well_wired_candidate() {
         .collect();
     sequences.sort();
     assert!(sequences.len() >= 30, "{} sequences", sequences.len());
-    let config = CandidateConfig::default();
-    for tools in &sequences {
-        let pattern = contiguous(&traces, tools);
-        let candidate = build_candidate(&traces, &pattern, &config).unwrap();
+    let patterns: Vec<Pattern> = sequences.iter().map(|t| contiguous(&traces, t)).collect();
+    let candidates = build_candidates(&traces, &patterns, &CandidateConfig::default());
+    for (tools, candidate) in sequences.iter().zip(candidates) {
+        let candidate = candidate.unwrap();
         check_wiring(&candidate).unwrap_or_else(|e| panic!("{tools:?}: {e}"));
         for b in &candidate.bindings {
             assert!((0.0..=1.0).contains(&b.confidence), "{tools:?}: {b:?}");
