@@ -55,9 +55,9 @@ use chainweaver_recorder::model::candidate::{
 use chainweaver_recorder::model::flow::{DagFlow, DagFlowStep, Flow, FlowDefinition, FlowStep};
 use serde_json::{Map, Value, json};
 
-use crate::error::Result;
+use crate::error::{AnalyzerError, Result};
 use crate::infer::index::escape_segment;
-use crate::infer::{InferConfig, OccurrenceView, infer_from_views, occurrence_views};
+use crate::infer::{InferConfig, OccurrenceView, infer_from_views, occurrence_views, pattern_name};
 
 /// Tuning of candidate building.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,11 +129,42 @@ pub fn candidate_from_bindings(
     config: &CandidateConfig,
 ) -> Result<Candidate> {
     let views = occurrence_views(traces, pattern, &config.infer, false)?;
+    for binding in &bindings {
+        check_binding(pattern, binding)?;
+    }
     let tools: HashSet<String> = pattern.tools.iter().cloned().collect();
     let profiles = profiles_for(traces, Some(&tools), config);
     Ok(assemble(
         traces, pattern, &views, bindings, &profiles, config,
     ))
+}
+
+/// A binding from outside must name a step of the pattern and read only earlier steps.
+fn check_binding(pattern: &Pattern, binding: &Binding) -> Result<()> {
+    let invalid = |message: String| AnalyzerError::InvalidBinding {
+        pattern: pattern_name(pattern),
+        step: binding.step,
+        field: binding.field.clone(),
+        message,
+    };
+    if binding.step >= pattern.len() {
+        return Err(invalid(format!("the pattern has {} steps", pattern.len())));
+    }
+    if !binding.field.starts_with('/') {
+        return Err(invalid(
+            "the field must be a JSON pointer starting with `/`".into(),
+        ));
+    }
+    let mut reads: Vec<usize> = binding.source.source_step().into_iter().collect();
+    if let BindingSource::Template { slots, .. } = &binding.source {
+        reads.extend(slots.iter().filter_map(|slot| slot.source.source_step()));
+    }
+    if let Some(late) = reads.into_iter().find(|&s| s >= binding.step) {
+        return Err(invalid(format!(
+            "the source reads step {late}, which is not an earlier step"
+        )));
+    }
+    Ok(())
 }
 
 fn profiles_for(

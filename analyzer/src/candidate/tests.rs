@@ -206,3 +206,24 @@ fn unexpressible_sources_become_flagged_flow_inputs() {
     assert_eq!(found.evidence.reproduced, 1.0);
     assert!(found.evidence.flagged_bindings >= 2);
 }
+
+#[test]
+fn bindings_from_outside_are_checked() {
+    let traces = traces_of(vec![vec![
+        ("a", json!({"k": 1}), json!({"id": "x"})),
+        ("b", json!({"id": "x"}), json!({})),
+    ]]);
+    let pattern = contiguous(&traces, &["a", "b"]);
+    let config = CandidateConfig::default();
+    let mut bindings = crate::infer::infer_bindings(&traces, &pattern, &config.infer).unwrap();
+    assert!(candidate_from_bindings(&traces, &pattern, bindings.clone(), &config).is_ok());
+    bindings[1].source = BindingSource::StepOutput {
+        step: 1,
+        pointer: "/id".into(),
+    };
+    let err = candidate_from_bindings(&traces, &pattern, bindings.clone(), &config).unwrap_err();
+    assert!(err.to_string().contains("not an earlier step"), "{err}");
+    bindings[1].step = 7;
+    let err = candidate_from_bindings(&traces, &pattern, bindings, &config).unwrap_err();
+    assert!(err.to_string().contains("has 2 steps"), "{err}");
+}
