@@ -478,6 +478,7 @@ fn assemble(
     // Input mappings, top-level key by top-level key.
     let mut mappings: Vec<Map<String, Value>> = vec![Map::new(); len];
     let mut constants = Vec::new();
+    let mut string_constants: HashMap<(String, String), String> = HashMap::new();
     for (step, mapping) in mappings.iter_mut().enumerate() {
         let members: Vec<usize> = (0..bindings.len())
             .filter(|&i| bindings[i].step == step)
@@ -502,13 +503,21 @@ fn assemble(
                 match (&wires[i], &bindings[i].source) {
                     (Some(Wire::Literal(Value::String(text))), _) => {
                         // A string in input_mapping is a context reference: carry the
-                        // constant as a flow input with a default.
-                        let values = builder.field_values(step, &whole);
-                        let name = builder.fresh_input(&sanitize(&key), values);
-                        if let Some((_, input)) = builder.inputs.last_mut() {
-                            input.default = Some(Value::String(text.clone()));
-                        }
-                        constants.push(json!({"input": name, "value": text}));
+                        // constant as a flow input with a default (one input per field name
+                        // and value, however many steps take it).
+                        let name = match string_constants.get(&(key.clone(), text.clone())) {
+                            Some(name) => name.clone(),
+                            None => {
+                                let values = builder.field_values(step, &whole);
+                                let name = builder.fresh_input(&sanitize(&key), values);
+                                if let Some((_, input)) = builder.inputs.last_mut() {
+                                    input.default = Some(Value::String(text.clone()));
+                                }
+                                constants.push(json!({"input": name, "value": text}));
+                                string_constants.insert((key.clone(), text.clone()), name.clone());
+                                name
+                            }
+                        };
                         Some(Wire::Context {
                             key: name,
                             suffix: String::new(),

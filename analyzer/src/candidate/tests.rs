@@ -167,7 +167,7 @@ fn unexpressible_sources_become_flagged_flow_inputs() {
             .map(|k| {
                 let env = ["prod", "stage", "dev"][k];
                 vec![
-                    ("get_env", json!({"env": env}), json!({"hosts": (0..k + 2).map(|i| format!("h{k}-{i}")).collect::<Vec<_>>()})),
+                    ("get_env", json!({"env": env, "channel": "#ops"}), json!({"hosts": (0..k + 2).map(|i| format!("h{k}-{i}")).collect::<Vec<_>>()})),
                     (
                         "notify",
                         json!({"message": format!("Deploying to {env} now"), "host": format!("h{k}-{}", k + 1), "channel": "#ops"}),
@@ -205,6 +205,10 @@ fn unexpressible_sources_become_flagged_flow_inputs() {
     );
     assert_eq!(found.evidence.reproduced, 1.0);
     assert!(found.evidence.flagged_bindings >= 2);
+    assert_eq!(
+        flow.metadata["string_constants"].as_array().unwrap().len(),
+        1
+    );
 }
 
 #[test]
