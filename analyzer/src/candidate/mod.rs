@@ -17,7 +17,11 @@
 //!   returned by `find_user` is `find_user.result`). The executor and the replay cassette must
 //!   apply the same normalization to tool results.
 //! - The last step of a linear flow has no `output_mapping`: its whole output merges into the
-//!   context, which is the flow's final output. In a DAG flow every step maps its keys.
+//!   context, which is the flow's final output. In a DAG flow the steps nothing depends on
+//!   map every output key present in all occurrences under their step id (concurrent sinks
+//!   must not overwrite each other).
+//! - Steps observed without arguments get an empty `input_mapping`, which by the specification
+//!   hands them the whole context; the flow's metadata lists them (`steps_given_whole_context`).
 //! - **DAG or linear**: a step depends on the steps whose outputs its bindings read, wired or
 //!   not (an element the agent chose from a list still waits for the list); a step with side
 //!   effects (or unknown effects) depends on every earlier step, and every later step depends on
