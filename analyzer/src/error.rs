@@ -10,6 +10,14 @@ pub enum AnalyzerError {
         occurrence: usize,
         message: String,
     },
+    /// A binding handed in from outside that does not fit its pattern.
+    #[error("pattern {pattern}, step {step}, field {field}: {message}")]
+    InvalidBinding {
+        pattern: String,
+        step: usize,
+        field: String,
+        message: String,
+    },
     /// A pattern that cannot be analysed at all (no steps, no occurrences).
     #[error("pattern {pattern}: {message}")]
     InvalidPattern { pattern: String, message: String },

@@ -1,12 +1,6 @@
-//! Side-effect guesses and determinism, from tool names and observed behaviour.
+//! Side-effect guesses, from tool names and observed behaviour.
 
-use std::collections::HashMap;
-
-use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{Effect, ToolDeterminism};
-
-use crate::infer::index::canonical_hash;
-use crate::infer::normalize_output;
 
 /// Verbs that name a read.
 const READ_VERBS: &[&str] = &[
@@ -102,44 +96,6 @@ pub(crate) fn guess_effect(tool: &str, determinism: Option<&ToolDeterminism>) ->
             Effect::Unknown,
             "name says nothing and no call was repeated".to_string(),
         ),
-    }
-}
-
-/// Determinism of one tool over all successful calls in `traces`: calls with equal inputs are
-/// grouped, and a group is consistent when all its outputs are equal.
-pub(crate) fn determinism(
-    traces: &[TraceWithSteps],
-    tool: &str,
-    max_payload_bytes: usize,
-) -> ToolDeterminism {
-    // input hash -> (first output hash, calls, consistent so far)
-    let mut groups: HashMap<u64, (u64, usize, bool)> = HashMap::new();
-    let mut calls = 0;
-    for trace in traces {
-        for step in &trace.steps {
-            if step.tool_name != tool || step.is_error() {
-                continue;
-            }
-            let Some(output) = &step.outputs else {
-                continue;
-            };
-            calls += 1;
-            let output_hash = canonical_hash(&normalize_output(output, max_payload_bytes));
-            let group =
-                groups
-                    .entry(canonical_hash(&step.inputs))
-                    .or_insert((output_hash, 0, true));
-            group.1 += 1;
-            group.2 &= group.0 == output_hash;
-        }
-    }
-    let repeated: Vec<_> = groups.values().filter(|g| g.1 > 1).collect();
-    let consistent = repeated.iter().filter(|g| g.2).count();
-    ToolDeterminism {
-        calls,
-        repeated_inputs: repeated.len(),
-        consistent,
-        ratio: (!repeated.is_empty()).then(|| consistent as f64 / repeated.len() as f64),
     }
 }
 

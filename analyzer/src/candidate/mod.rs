@@ -17,7 +17,11 @@
 //!   returned by `find_user` is `find_user.result`). The executor and the replay cassette must
 //!   apply the same normalization to tool results.
 //! - The last step of a linear flow has no `output_mapping`: its whole output merges into the
-//!   context, which is the flow's final output. In a DAG flow every step maps its keys.
+//!   context, which is the flow's final output. In a DAG flow the steps nothing depends on
+//!   map every output key present in all occurrences under their step id (concurrent sinks
+//!   must not overwrite each other).
+//! - Steps observed without arguments get an empty `input_mapping`, which by the specification
+//!   hands them the whole context; the flow's metadata lists them (`steps_given_whole_context`).
 //! - **DAG or linear**: a step depends on the steps whose outputs its bindings read, wired or
 //!   not (an element the agent chose from a list still waits for the list); a step with side
 //!   effects (or unknown effects) depends on every earlier step, and every later step depends on
@@ -37,9 +41,11 @@
 //!   effects: those need live verification and a careful review.
 
 mod effects;
+mod profile;
 mod schema;
 mod stats;
 
+pub use profile::ToolProfiles;
 pub use schema::infer_schema;
 pub use stats::{DailySupport, support_by_day};
 
@@ -48,16 +54,14 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{
     Binding, BindingFlag, BindingSource, Candidate, CandidateStatus, Effect, Evidence,
-    OccurrenceRef, Pattern, Selection, StepEffect, ToolSchema,
+    OccurrenceRef, Pattern, Selection, StepEffect,
 };
 use chainweaver_recorder::model::flow::{DagFlow, DagFlowStep, Flow, FlowDefinition, FlowStep};
 use serde_json::{Map, Value, json};
 
-use crate::error::Result;
+use crate::error::{AnalyzerError, Result};
 use crate::infer::index::escape_segment;
-use crate::infer::{
-    InferConfig, OccurrenceView, infer_from_views, normalize_output, occurrence_views,
-};
+use crate::infer::{InferConfig, OccurrenceView, infer_from_views, occurrence_views, pattern_name};
 
 /// Tuning of candidate building.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,9 +92,37 @@ pub fn build_candidate(
     pattern: &Pattern,
     config: &CandidateConfig,
 ) -> Result<Candidate> {
+    let tools: HashSet<String> = pattern.tools.iter().cloned().collect();
+    let profiles = profiles_for(traces, Some(&tools), config);
+    build_candidate_with(traces, pattern, &profiles, config)
+}
+
+/// Candidates for many patterns, profiling the tools once. One result a pattern, in order.
+pub fn build_candidates(
+    traces: &[TraceWithSteps],
+    patterns: &[Pattern],
+    config: &CandidateConfig,
+) -> Vec<Result<Candidate>> {
+    let profiles = profiles_for(traces, None, config);
+    patterns
+        .iter()
+        .map(|p| build_candidate_with(traces, p, &profiles, config))
+        .collect()
+}
+
+/// Infer the bindings of `pattern` and propose it as a flow, with tool profiles computed once
+/// by the caller ([`ToolProfiles::compute`]).
+pub fn build_candidate_with(
+    traces: &[TraceWithSteps],
+    pattern: &Pattern,
+    profiles: &ToolProfiles,
+    config: &CandidateConfig,
+) -> Result<Candidate> {
     let views = occurrence_views(traces, pattern, &config.infer, true)?;
     let bindings = infer_from_views(&views, pattern, &config.infer);
-    Ok(assemble(traces, pattern, &views, bindings, config))
+    Ok(assemble(
+        traces, pattern, &views, bindings, profiles, config,
+    ))
 }
 
 /// Propose `pattern` as a flow with bindings inferred (or edited) elsewhere.
@@ -101,7 +133,55 @@ pub fn candidate_from_bindings(
     config: &CandidateConfig,
 ) -> Result<Candidate> {
     let views = occurrence_views(traces, pattern, &config.infer, false)?;
-    Ok(assemble(traces, pattern, &views, bindings, config))
+    for binding in &bindings {
+        check_binding(pattern, binding)?;
+    }
+    let tools: HashSet<String> = pattern.tools.iter().cloned().collect();
+    let profiles = profiles_for(traces, Some(&tools), config);
+    Ok(assemble(
+        traces, pattern, &views, bindings, &profiles, config,
+    ))
+}
+
+/// A binding from outside must name a step of the pattern and read only earlier steps.
+fn check_binding(pattern: &Pattern, binding: &Binding) -> Result<()> {
+    let invalid = |message: String| AnalyzerError::InvalidBinding {
+        pattern: pattern_name(pattern),
+        step: binding.step,
+        field: binding.field.clone(),
+        message,
+    };
+    if binding.step >= pattern.len() {
+        return Err(invalid(format!("the pattern has {} steps", pattern.len())));
+    }
+    if !binding.field.starts_with('/') {
+        return Err(invalid(
+            "the field must be a JSON pointer starting with `/`".into(),
+        ));
+    }
+    let mut reads: Vec<usize> = binding.source.source_step().into_iter().collect();
+    if let BindingSource::Template { slots, .. } = &binding.source {
+        reads.extend(slots.iter().filter_map(|slot| slot.source.source_step()));
+    }
+    if let Some(late) = reads.into_iter().find(|&s| s >= binding.step) {
+        return Err(invalid(format!(
+            "the source reads step {late}, which is not an earlier step"
+        )));
+    }
+    Ok(())
+}
+
+fn profiles_for(
+    traces: &[TraceWithSteps],
+    only: Option<&HashSet<String>>,
+    config: &CandidateConfig,
+) -> ToolProfiles {
+    ToolProfiles::compute(
+        traces,
+        only,
+        config.infer.max_payload_bytes,
+        config.max_enum_values,
+    )
 }
 
 /// The flow's name for a tool sequence: the tools joined by `_then_`.
@@ -269,6 +349,7 @@ fn assemble(
     pattern: &Pattern,
     views: &[OccurrenceView<'_>],
     mut bindings: Vec<Binding>,
+    profiles: &ToolProfiles,
     config: &CandidateConfig,
 ) -> Candidate {
     let len = pattern.len();
@@ -401,6 +482,7 @@ fn assemble(
     // Input mappings, top-level key by top-level key.
     let mut mappings: Vec<Map<String, Value>> = vec![Map::new(); len];
     let mut constants = Vec::new();
+    let mut string_constants: HashMap<(String, String), String> = HashMap::new();
     for (step, mapping) in mappings.iter_mut().enumerate() {
         let members: Vec<usize> = (0..bindings.len())
             .filter(|&i| bindings[i].step == step)
@@ -425,13 +507,21 @@ fn assemble(
                 match (&wires[i], &bindings[i].source) {
                     (Some(Wire::Literal(Value::String(text))), _) => {
                         // A string in input_mapping is a context reference: carry the
-                        // constant as a flow input with a default.
-                        let values = builder.field_values(step, &whole);
-                        let name = builder.fresh_input(&sanitize(&key), values);
-                        if let Some((_, input)) = builder.inputs.last_mut() {
-                            input.default = Some(Value::String(text.clone()));
-                        }
-                        constants.push(json!({"input": name, "value": text}));
+                        // constant as a flow input with a default (one input per field name
+                        // and value, however many steps take it).
+                        let name = match string_constants.get(&(key.clone(), text.clone())) {
+                            Some(name) => name.clone(),
+                            None => {
+                                let values = builder.field_values(step, &whole);
+                                let name = builder.fresh_input(&sanitize(&key), values);
+                                if let Some((_, input)) = builder.inputs.last_mut() {
+                                    input.default = Some(Value::String(text.clone()));
+                                }
+                                constants.push(json!({"input": name, "value": text}));
+                                string_constants.insert((key.clone(), text.clone()), name.clone());
+                                name
+                            }
+                        };
                         Some(Wire::Context {
                             key: name,
                             suffix: String::new(),
@@ -481,10 +571,7 @@ fn assemble(
     let mut determinism = BTreeMap::new();
     for tool in &pattern.tools {
         if !determinism.contains_key(tool) {
-            determinism.insert(
-                tool.clone(),
-                effects::determinism(traces, tool, config.infer.max_payload_bytes),
-            );
+            determinism.insert(tool.clone(), profiles.determinism(tool));
         }
     }
     let step_effects: Vec<StepEffect> = pattern
@@ -631,7 +718,7 @@ fn assemble(
     let mut tool_schemas = BTreeMap::new();
     for tool in &pattern.tools {
         if !tool_schemas.contains_key(tool) {
-            tool_schemas.insert(tool.clone(), tool_schema(traces, tool, config));
+            tool_schemas.insert(tool.clone(), profiles.schema(tool));
         }
     }
 
@@ -726,6 +813,18 @@ fn assemble(
     );
     if !templates.is_empty() {
         metadata.insert("templates".into(), Value::Array(templates));
+    }
+    // An empty input_mapping hands a tool the whole context: flag the steps observed with no
+    // arguments, which a mapping cannot express.
+    let whole_context: Vec<Value> = (0..len)
+        .filter(|&s| mappings[s].is_empty())
+        .map(|s| Value::String(builder.step_ids[s].clone()))
+        .collect();
+    if !whole_context.is_empty() {
+        metadata.insert(
+            "steps_given_whole_context".into(),
+            Value::Array(whole_context),
+        );
     }
     if !constants.is_empty() {
         metadata.insert("string_constants".into(), Value::Array(constants));
@@ -823,30 +922,6 @@ fn resolve(mapping: &Map<String, Value>, context: &Map<String, Value>) -> Value 
         }
     }
     Value::Object(resolved)
-}
-
-/// Schemas of one tool from all its successful calls in `traces`.
-fn tool_schema(traces: &[TraceWithSteps], tool: &str, config: &CandidateConfig) -> ToolSchema {
-    let mut inputs = Vec::new();
-    let mut outputs = Vec::new();
-    for step in traces.iter().flat_map(|t| &t.steps) {
-        if step.tool_name != tool || step.is_error() {
-            continue;
-        }
-        inputs.push(&step.inputs);
-        if let Some(output) = &step.outputs {
-            let normalized = normalize_output(output, config.infer.max_payload_bytes);
-            outputs.push(match normalized {
-                object @ Value::Object(_) => object,
-                other => json!({ "result": other }),
-            });
-        }
-    }
-    ToolSchema {
-        calls: inputs.len(),
-        input_schema: infer_schema(inputs, config.max_enum_values),
-        output_schema: infer_schema(&outputs, config.max_enum_values),
-    }
 }
 
 #[cfg(test)]

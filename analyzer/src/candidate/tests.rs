@@ -167,7 +167,7 @@ fn unexpressible_sources_become_flagged_flow_inputs() {
             .map(|k| {
                 let env = ["prod", "stage", "dev"][k];
                 vec![
-                    ("get_env", json!({"env": env}), json!({"hosts": (0..k + 2).map(|i| format!("h{k}-{i}")).collect::<Vec<_>>()})),
+                    ("get_env", json!({"env": env, "channel": "#ops"}), json!({"hosts": (0..k + 2).map(|i| format!("h{k}-{i}")).collect::<Vec<_>>()})),
                     (
                         "notify",
                         json!({"message": format!("Deploying to {env} now"), "host": format!("h{k}-{}", k + 1), "channel": "#ops"}),
@@ -205,4 +205,29 @@ fn unexpressible_sources_become_flagged_flow_inputs() {
     );
     assert_eq!(found.evidence.reproduced, 1.0);
     assert!(found.evidence.flagged_bindings >= 2);
+    assert_eq!(
+        flow.metadata["string_constants"].as_array().unwrap().len(),
+        1
+    );
+}
+
+#[test]
+fn bindings_from_outside_are_checked() {
+    let traces = traces_of(vec![vec![
+        ("a", json!({"k": 1}), json!({"id": "x"})),
+        ("b", json!({"id": "x"}), json!({})),
+    ]]);
+    let pattern = contiguous(&traces, &["a", "b"]);
+    let config = CandidateConfig::default();
+    let mut bindings = crate::infer::infer_bindings(&traces, &pattern, &config.infer).unwrap();
+    assert!(candidate_from_bindings(&traces, &pattern, bindings.clone(), &config).is_ok());
+    bindings[1].source = BindingSource::StepOutput {
+        step: 1,
+        pointer: "/id".into(),
+    };
+    let err = candidate_from_bindings(&traces, &pattern, bindings.clone(), &config).unwrap_err();
+    assert!(err.to_string().contains("not an earlier step"), "{err}");
+    bindings[1].step = 7;
+    let err = candidate_from_bindings(&traces, &pattern, bindings, &config).unwrap_err();
+    assert!(err.to_string().contains("has 2 steps"), "{err}");
 }

@@ -588,7 +588,7 @@ fn infer_field(
     });
 
     let share = |count: usize| count as f64 / n as f64;
-    let best = &ranked[0];
+    let best = ranked.first()?;
     let best_share = share(best.stats.count);
     let mut flags = Vec::new();
     let runner_up = ranked.iter().skip(1).find(|r| {

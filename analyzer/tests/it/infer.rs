@@ -10,14 +10,14 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use chainweaver_analyzer::candidate::{CandidateConfig, build_candidate};
+use chainweaver_analyzer::candidate::{CandidateConfig, build_candidate, build_candidates};
 use chainweaver_analyzer::infer::{InferConfig, infer_bindings};
 use chainweaver_recorder::model::candidate::{
-    Binding, BindingSource, Occurrence, Pattern, Selection,
+    Binding, BindingFlag, BindingSource, Candidate, Occurrence, Pattern, Selection,
 };
 use chainweaver_recorder::model::flow::FlowDefinition;
 use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::shared_datasets;
 
@@ -194,8 +194,7 @@ fn chainweaver_example_fetch_validate_transform() {
     // transform gave different records for the same body: not deterministic.
     assert_eq!(candidate.evidence.determinism["transform"].ratio, Some(0.0));
     let text = serde_json::to_string_pretty(&candidate).unwrap();
-    let back: chainweaver_recorder::model::candidate::Candidate =
-        serde_json::from_str(&text).unwrap();
+    let back: Candidate = serde_json::from_str(&text).unwrap();
     assert_eq!(back, candidate);
 }
 
@@ -323,4 +322,173 @@ fn tau_bench_user_lookup_chain() {
         candidate.evidence.success_rate,
         candidate.evidence.score
     );
+}
+
+/// (step id, tool, input mapping, output mapping, ancestor positions)
+type WiredStep = (
+    String,
+    String,
+    Map<String, Value>,
+    Option<Map<String, Value>>,
+    Vec<usize>,
+);
+
+/// Static wiring check, in the spirit of `compile_flow`: every mapped field exists on the tool's
+/// inferred input schema, every required field is mapped, every context reference names a flow
+/// input or an output an earlier (ancestor) step maps, every mapped output key exists.
+fn check_wiring(candidate: &Candidate) -> Result<(), String> {
+    let properties = |schema: &Value| -> Vec<String> {
+        schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let inputs: Vec<String> = match &candidate.flow {
+        FlowDefinition::Linear(flow) => properties(flow.input_schema.as_ref().unwrap()),
+        FlowDefinition::Dag(flow) => properties(flow.input_schema.as_ref().unwrap()),
+    };
+    let steps: Vec<WiredStep> = match &candidate.flow {
+        FlowDefinition::Linear(flow) => flow
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    i.to_string(),
+                    s.tool_name.clone(),
+                    s.input_mapping.clone(),
+                    s.output_mapping.clone(),
+                    (0..i).collect(),
+                )
+            })
+            .collect(),
+        FlowDefinition::Dag(flow) => {
+            let ids: Vec<&str> = flow.steps.iter().map(|s| s.step_id.as_str()).collect();
+            let mut ancestors: Vec<Vec<usize>> = Vec::new();
+            for step in &flow.steps {
+                let mut mine: Vec<usize> = Vec::new();
+                for dep in &step.depends_on {
+                    let d = ids
+                        .iter()
+                        .position(|id| id == dep)
+                        .ok_or("unknown dependency")?;
+                    if d >= ancestors.len() {
+                        return Err(format!("{} depends on a later step", step.step_id));
+                    }
+                    mine.push(d);
+                    mine.extend(ancestors[d].iter().copied());
+                }
+                ancestors.push(mine);
+            }
+            flow.steps
+                .iter()
+                .zip(ancestors)
+                .map(|(s, a)| {
+                    (
+                        s.step_id.clone(),
+                        s.tool_name.clone(),
+                        s.input_mapping.clone(),
+                        s.output_mapping.clone(),
+                        a,
+                    )
+                })
+                .collect()
+        }
+    };
+    let produced: Vec<Vec<String>> = steps
+        .iter()
+        .map(|(_, tool, _, output_mapping, _)| match output_mapping {
+            Some(mapping) => mapping.keys().cloned().collect(),
+            None => properties(&candidate.tool_schemas[tool].output_schema),
+        })
+        .collect();
+    for (id, tool, input_mapping, output_mapping, ancestors) in &steps {
+        let schema = &candidate.tool_schemas[tool];
+        let accepted = properties(&schema.input_schema);
+        for (field, source) in input_mapping {
+            if !accepted.contains(field) {
+                return Err(format!("step {id}: {field} is not an input of {tool}"));
+            }
+            let Value::String(reference) = source else {
+                continue;
+            };
+            let key = match reference.strip_prefix('/') {
+                Some(pointer) => pointer
+                    .split('/')
+                    .next()
+                    .unwrap()
+                    .replace("~1", "/")
+                    .replace("~0", "~"),
+                None => reference.clone(),
+            };
+            let available =
+                inputs.contains(&key) || ancestors.iter().any(|&a| produced[a].contains(&key));
+            if !available {
+                return Err(format!(
+                    "step {id}: {field} reads `{key}`, which nothing provides"
+                ));
+            }
+        }
+        for required in schema.input_schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            if !input_mapping.contains_key(required.as_str().unwrap()) {
+                return Err(format!("step {id}: required {required} is not mapped"));
+            }
+        }
+        let outputs = properties(&schema.output_schema);
+        for output_key in output_mapping.iter().flat_map(|m| m.values()) {
+            if !outputs.contains(&output_key.as_str().unwrap().to_string()) {
+                return Err(format!("step {id}: {tool} has no output {output_key}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_repeated_tau_bench_sequence_gives_a_well_wired_candidate() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let traces = read_tau_bench(&datasets.join("tau-bench-retail"));
+    let mut counts: HashMap<Vec<&str>, usize> = HashMap::new();
+    for trace in &traces {
+        for len in 2..=3 {
+            for window in trace.steps.windows(len) {
+                *counts
+                    .entry(window.iter().map(|s| s.tool_name.as_str()).collect())
+                    .or_default() += 1;
+            }
+        }
+    }
+    let mut sequences: Vec<Vec<&str>> = counts
+        .into_iter()
+        .filter(|(_, n)| *n >= 10)
+        .map(|(tools, _)| tools)
+        .collect();
+    sequences.sort();
+    assert!(sequences.len() >= 30, "{} sequences", sequences.len());
+    let patterns: Vec<Pattern> = sequences.iter().map(|t| contiguous(&traces, t)).collect();
+    let candidates = build_candidates(&traces, &patterns, &CandidateConfig::default());
+    for (tools, candidate) in sequences.iter().zip(candidates) {
+        let candidate = candidate.unwrap();
+        check_wiring(&candidate).unwrap_or_else(|e| panic!("{tools:?}: {e}"));
+        for b in &candidate.bindings {
+            assert!((0.0..=1.0).contains(&b.confidence), "{tools:?}: {b:?}");
+            if b.flags.contains(&BindingFlag::LowConfidence)
+                || b.flags.contains(&BindingFlag::Ambiguous)
+            {
+                assert!(
+                    matches!(b.source, BindingSource::FlowInput { .. }),
+                    "{tools:?}: {b:?}"
+                );
+            }
+        }
+        let text = serde_json::to_string(&candidate).unwrap();
+        let back: Candidate = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, candidate, "{tools:?}");
+    }
 }

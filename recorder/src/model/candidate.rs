@@ -10,10 +10,25 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Number, Value};
 
 use super::flow::FlowDefinition;
+
+/// Reads a float from the number's exact text with the standard library's correctly rounded
+/// parser: serde_json's fast path can land one unit in the last place off, and stored
+/// confidences and scores must read back exactly as written.
+fn exact_f64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    let number = Number::deserialize(deserializer)?;
+    number.to_string().parse::<f64>().map_err(D::Error::custom)
+}
+
+fn exact_f64_option<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<f64>, D::Error> {
+    Option::<Number>::deserialize(deserializer)?
+        .map(|n| n.to_string().parse::<f64>().map_err(D::Error::custom))
+        .transpose()
+}
 
 /// A repeated tool sequence and the places it was seen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +101,7 @@ pub struct Binding {
     /// [`BindingSource::FlowInput`] and `flags` say why.
     pub source: BindingSource,
     /// Share of the occurrences holding the field in which `source` explains its value.
+    #[serde(deserialize_with = "exact_f64")]
     pub confidence: f64,
     /// Occurrences in which the step's input holds the field.
     pub observed: usize,
@@ -107,6 +123,7 @@ impl Binding {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Alternative {
     pub source: BindingSource,
+    #[serde(deserialize_with = "exact_f64")]
     pub confidence: f64,
 }
 
@@ -168,6 +185,7 @@ pub enum BindingSource {
         run_start: usize,
         run_len: usize,
         /// Share of occurrences in which the run covered the whole list.
+        #[serde(deserialize_with = "exact_f64")]
         covers_list: f64,
     },
 }
@@ -248,6 +266,7 @@ pub struct ToolDeterminism {
     /// Of those, how many always gave the same output.
     pub consistent: usize,
     /// `consistent / repeated_inputs`, `None` without repeated inputs.
+    #[serde(default, deserialize_with = "exact_f64_option")]
     pub ratio: Option<f64>,
 }
 
@@ -270,13 +289,16 @@ pub struct Evidence {
     pub occurrences: usize,
     pub occurrence_refs: Vec<OccurrenceRef>,
     /// Share of occurrences in which every step succeeded.
+    #[serde(deserialize_with = "exact_f64")]
     pub success_rate: f64,
     /// Mean confidence over all bindings.
+    #[serde(deserialize_with = "exact_f64")]
     pub mean_confidence: f64,
     /// Bindings flagged for review.
     pub flagged_bindings: usize,
     /// Share of occurrences whose observed inputs the flow's mappings reproduce exactly, given
     /// the flow inputs taken from that occurrence.
+    #[serde(deserialize_with = "exact_f64")]
     pub reproduced: f64,
     /// Per tool of the pattern.
     pub determinism: BTreeMap<String, ToolDeterminism>,
@@ -289,6 +311,7 @@ pub struct Evidence {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub support_by_day: BTreeMap<String, usize>,
     /// Ranking score; see the analyzer's candidate module for the formula.
+    #[serde(deserialize_with = "exact_f64")]
     pub score: f64,
 }
 
@@ -356,6 +379,24 @@ pub struct Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn confidences_read_back_exactly() {
+        for value in [
+            0.46153846153846156,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            243.34285714285713,
+        ] {
+            let alternative = Alternative {
+                source: BindingSource::FlowInput { name: "x".into() },
+                confidence: value,
+            };
+            let text = serde_json::to_string(&alternative).unwrap();
+            let back: Alternative = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.confidence.to_bits(), value.to_bits(), "{text}");
+        }
+    }
 
     #[test]
     fn support_counts_distinct_traces() {
