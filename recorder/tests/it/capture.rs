@@ -1,6 +1,9 @@
 //! The TraceRecorder against the real SQLite store: concurrency, redaction on disk, and
 //! durability of acknowledged flushes when the recording process is killed.
 
+// The helpers below are test code too: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
