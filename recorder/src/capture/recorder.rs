@@ -1,6 +1,7 @@
 //! The [`TraceRecorder`]: record traces and steps from a running program.
 
 use std::fmt::{self, Display, Write as _};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
@@ -17,13 +18,16 @@ use super::sample::SampleRate;
 use super::writer::{Command, Writer, WriterSettings};
 use crate::error::{RecorderError, Result};
 use crate::model::{Metadata, ObservedStep, ObservedTrace, Timestamp};
-use crate::store::TraceStore;
+use crate::store::{TraceStore, open_store};
 
 /// The `error_type` of a step whose [`StepGuard`] was dropped without `finish` or `fail`.
 pub const ABANDONED: &str = "abandoned";
 
 /// The `error_type` of a step whose outputs could not be turned into JSON.
 pub const OUTPUT_NOT_JSON: &str = "output_not_json";
+
+/// The longest batch delay or retry delay the writer honours (longer ones are cut to this).
+const LONGEST_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// How a [`TraceRecorder`] queues, batches, redacts and samples.
 #[derive(Debug, Clone)]
@@ -32,11 +36,13 @@ pub struct RecorderConfig {
     pub channel_capacity: usize,
     /// A batch is committed once it holds this many rows (trace rows and steps).
     pub batch_size: usize,
-    /// A batch is committed at the latest this long after its first row arrived.
+    /// A batch is committed at the latest this long after its first row arrived (at most 30
+    /// days).
     pub max_batch_delay: Duration,
     /// A batch whose commit failed this many times is dropped (and the loss reported).
     pub max_commit_attempts: u32,
-    /// How long the writer waits before trying a failed batch again (a flush tries at once).
+    /// How long the writer waits before trying a failed batch again (a flush tries at once; at
+    /// most 30 days).
     pub retry_delay: Duration,
     /// What is removed from every trace and step before it reaches the store.
     pub redaction: RedactionPolicy,
@@ -227,9 +233,10 @@ impl TraceRecorder {
             Arc::clone(&shared),
             WriterSettings {
                 batch_size: config.batch_size,
-                max_batch_delay: config.max_batch_delay,
+                // Clamped so that adding them to an instant cannot overflow.
+                max_batch_delay: config.max_batch_delay.min(LONGEST_WAIT),
                 max_commit_attempts: config.max_commit_attempts,
-                retry_delay: config.retry_delay,
+                retry_delay: config.retry_delay.min(LONGEST_WAIT),
                 redaction: config.redaction,
             },
         );
@@ -246,6 +253,12 @@ impl TraceRecorder {
                 source: config.source,
             }),
         })
+    }
+
+    /// A recorder over the store at `path` (a SQLite file, or a Parquet dataset directory; see
+    /// [`open_store`](crate::store::open_store)).
+    pub fn open(path: &Path, config: RecorderConfig) -> Result<Self> {
+        Self::new(open_store(path)?, config)
     }
 
     /// Start a trace (`started_at` now) and write its row. A trace left out by sampling gets a
@@ -658,6 +671,10 @@ impl StepGuard {
     }
 
     fn finish_serialized<T: Serialize>(mut self, outputs: &T) -> Result<()> {
+        if self.trace.row.is_none() {
+            // Sampled out: not worth converting the outputs.
+            return self.complete(None, None);
+        }
         match serde_json::to_value(outputs) {
             Ok(outputs) => self.complete(Some(outputs), None),
             Err(error) => self.complete(
@@ -1230,6 +1247,43 @@ mod tests {
         assert_eq!(stats.commit_failures, 1);
         assert_eq!(stats.steps_committed, 1);
         assert_eq!(stats.steps_discarded, 0);
+    }
+
+    #[test]
+    fn a_full_batch_that_failed_is_retried_without_a_flush() {
+        let (recorder, store) = recorder_with(RecorderConfig {
+            batch_size: 5,
+            retry_delay: Duration::from_millis(5),
+            ..slow_config()
+        });
+        store.lock().fail_next = 1;
+        let t = trace(&recorder, "t");
+        for i in 0..4 {
+            t.record_step(StepBuilder::new("x", json!(i))).unwrap();
+        }
+        // 1 trace row + 4 steps fill the batch; its first commit fails and nothing else arrives,
+        // so only the retry timer can commit it.
+        wait_until("the retried commit", || store.steps_of("t").len() == 4);
+        let stats = recorder.stats();
+        assert_eq!((stats.commit_failures, stats.batches_committed), (1, 1));
+        // The failure is still reported once.
+        assert!(recorder.flush().is_err());
+        recorder.flush().unwrap();
+    }
+
+    #[test]
+    fn endless_delays_do_not_break_the_writer() {
+        let (recorder, store) = recorder_with(RecorderConfig {
+            max_batch_delay: Duration::MAX,
+            retry_delay: Duration::MAX,
+            ..RecorderConfig::default()
+        });
+        let t = trace(&recorder, "t");
+        t.record_step(StepBuilder::new("x", json!(1))).unwrap();
+        store.lock().fail_next = 1;
+        assert!(recorder.flush().is_err());
+        recorder.flush().unwrap();
+        assert_eq!(store.steps_of("t").len(), 1);
     }
 
     #[test]

@@ -194,10 +194,13 @@ impl Writer {
         }
     }
 
-    /// When the writer must wake up without a command: the batch's delay is over, or its retry
-    /// is due. `None` when the batch is empty.
+    /// When the writer must wake up without a command: when the batch's delay is over, or when
+    /// a full batch may be retried. `None` when the batch is empty.
     fn wake_at(&self) -> Option<Instant> {
         let opened = self.batch.opened_at?;
+        if self.batch.len() >= self.settings.batch_size.max(1) {
+            return Some(self.batch.retry_at.unwrap_or_else(Instant::now));
+        }
         let due = opened + self.settings.max_batch_delay;
         Some(match self.batch.retry_at {
             Some(retry) => due.max(retry),
