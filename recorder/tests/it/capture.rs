@@ -10,11 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use chainweaver_recorder::Result;
 use chainweaver_recorder::capture::{
     RecorderConfig, StepBuilder, TraceHandle, TraceOptions, TraceRecorder,
 };
-use chainweaver_recorder::model::ObservedStep;
-use chainweaver_recorder::store::{SqliteStore, TraceStore};
+use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
+use chainweaver_recorder::store::{
+    AppendStats, PageRequest, SqliteStore, StepColumns, StoreCounts, TraceFilter, TracePage,
+    TraceStore,
+};
 use serde_json::{Value, json};
 
 fn sqlite_recorder(path: &Path, config: RecorderConfig) -> TraceRecorder {
@@ -316,18 +320,64 @@ const FLUSHED_TRACE: &str = "flushed";
 /// A trace a second thread records into without flushing, so the writer is always busy.
 const BACKGROUND_TRACE: &str = "background";
 
+/// The real SQLite store on a slow disk: every append waits first. This widens the window in
+/// which a flush acknowledged too early (before its commit) would be caught by the kill.
+struct SlowSqlite {
+    inner: SqliteStore,
+    delay: Duration,
+}
+
+impl TraceStore for SlowSqlite {
+    fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats> {
+        std::thread::sleep(self.delay);
+        self.inner.append(traces, steps)
+    }
+    fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage> {
+        self.inner.list_traces(filter, page)
+    }
+    fn get_trace(&self, trace_id: &str) -> Result<Option<TraceWithSteps>> {
+        self.inner.get_trace(trace_id)
+    }
+    fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()> {
+        self.inner.for_each_trace(visit)
+    }
+    fn step_columns(&self, filter: &TraceFilter) -> Result<StepColumns> {
+        self.inner.step_columns(filter)
+    }
+    fn counts(&self) -> Result<StoreCounts> {
+        self.inner.counts()
+    }
+    fn put_document(&mut self, kind: &str, key: &str, document: &Value) -> Result<()> {
+        self.inner.put_document(kind, key, document)
+    }
+    fn get_document(&self, kind: &str, key: &str) -> Result<Option<Value>> {
+        self.inner.get_document(kind, key)
+    }
+    fn list_documents(&self, kind: &str) -> Result<Vec<(String, Value)>> {
+        self.inner.list_documents(kind)
+    }
+    fn delete_document(&mut self, kind: &str, key: &str) -> Result<bool> {
+        self.inner.delete_document(kind, key)
+    }
+}
+
 /// The child's side: record forever (until killed), printing after each acknowledged flush how
 /// many steps of [`FLUSHED_TRACE`] are committed.
 #[allow(clippy::print_stdout)]
 fn record_until_killed(path: &Path) {
-    let recorder = sqlite_recorder(
-        path,
+    let store = SlowSqlite {
+        inner: SqliteStore::open(path).unwrap(),
+        delay: Duration::from_millis(40),
+    };
+    let recorder = TraceRecorder::new(
+        Box::new(store),
         RecorderConfig {
-            batch_size: 64,
+            batch_size: 128,
             max_batch_delay: Duration::from_millis(5),
             ..RecorderConfig::default()
         },
-    );
+    )
+    .unwrap();
     let background = recorder
         .start_trace(TraceOptions::new().trace_id(BACKGROUND_TRACE))
         .unwrap();
@@ -337,14 +387,19 @@ fn record_until_killed(path: &Path) {
     let give_up = Instant::now() + Duration::from_secs(120);
     std::thread::spawn(move || {
         let mut n = 0u64;
+        // About a thousand steps a second: the writer is busy, but flushes do not queue behind
+        // a backlog.
         while Instant::now() < give_up {
-            background
-                .record_step(StepBuilder::new(
-                    "noise",
-                    json!({"n": n, "pad": "y".repeat(300)}),
-                ))
-                .unwrap();
-            n += 1;
+            for _ in 0..10 {
+                background
+                    .record_step(StepBuilder::new(
+                        "noise",
+                        json!({"n": n, "pad": "y".repeat(300)}),
+                    ))
+                    .unwrap();
+                n += 1;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
     });
     let stdout = std::io::stdout();
