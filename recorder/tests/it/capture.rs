@@ -172,6 +172,59 @@ fn many_threads_record_concurrently_into_sqlite() {
     assert_eq!(integrity_check(&path), "ok");
 }
 
+#[test]
+fn steps_sqlite_rejects_are_dropped_alone_and_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chainweaver.db");
+    let recorder = sqlite_recorder(&path, RecorderConfig::default());
+    let trace = recorder
+        .start_trace(TraceOptions::new().trace_id("mixed"))
+        .unwrap();
+    let far_future = "2300-01-01T00:00:00Z".parse().unwrap();
+    trace
+        .record_step(StepBuilder::new("good", json!({"n": 0})))
+        .unwrap();
+    // Beyond what the store's 64-bit nanosecond timestamps hold.
+    trace
+        .record_step(StepBuilder::new("bad_time", json!({"n": 1})).started_at(far_future))
+        .unwrap();
+    trace
+        .record_step(StepBuilder::new("good", json!({"n": 2})))
+        .unwrap();
+    trace
+        .record_step(StepBuilder::new("bad_duration", json!({"n": 3})).duration_ms(f64::NAN))
+        .unwrap();
+    trace
+        .record_step(StepBuilder::new("good", json!({"n": 4})))
+        .unwrap();
+    let error = recorder.flush().unwrap_err();
+    match &error {
+        chainweaver_recorder::RecorderError::BatchDiscarded { steps, source, .. } => {
+            assert_eq!(*steps, 1);
+            assert!(
+                matches!(
+                    **source,
+                    chainweaver_recorder::RecorderError::InvalidStep { step_index: 1, .. }
+                ),
+                "{source}"
+            );
+        }
+        other => panic!("expected BatchDiscarded, got {other}"),
+    }
+    // Reported once; the recorder goes on working.
+    trace
+        .record_step(StepBuilder::new("good", json!({"n": 5})))
+        .unwrap();
+    recorder.flush().unwrap();
+    let stored = stored_steps(&SqliteStore::open(&path).unwrap(), "mixed");
+    let kept: Vec<u32> = stored.iter().map(|s| s.step_index).collect();
+    assert_eq!(kept, vec![0, 2, 4, 5]);
+    assert!(stored.iter().all(|s| s.tool_name == "good"));
+    let stats = recorder.stats();
+    assert_eq!(stats.steps_discarded, 2);
+    assert_eq!(stats.steps_committed, 4);
+}
+
 /// Every byte of every file in `dir` (the database, its WAL and journal files).
 fn all_bytes(dir: &Path) -> Vec<u8> {
     let mut bytes = Vec::new();
