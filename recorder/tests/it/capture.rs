@@ -173,6 +173,44 @@ fn many_threads_record_concurrently_into_sqlite() {
 }
 
 #[test]
+fn dropping_the_recorder_without_a_flush_is_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chainweaver.db");
+    {
+        let recorder = sqlite_recorder(
+            &path,
+            RecorderConfig {
+                max_batch_delay: Duration::from_secs(3600),
+                batch_size: 1_000_000,
+                ..RecorderConfig::default()
+            },
+        );
+        let trace = recorder
+            .start_trace(TraceOptions::new().trace_id("unflushed"))
+            .unwrap();
+        for n in 0..1000 {
+            trace
+                .record_step(StepBuilder::new("x", json!({"n": n})))
+                .unwrap();
+        }
+        // Neither the batch size nor the delay has been reached: nothing is committed yet.
+        let before = SqliteStore::open(&path).unwrap();
+        assert!(before.get_trace("unflushed").unwrap().is_none());
+    }
+    assert_eq!(integrity_check(&path), "ok");
+    let stored = SqliteStore::open(&path)
+        .unwrap()
+        .get_trace("unflushed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.steps.len(), 1000);
+    assert!(stored.trace.ended_at.is_some());
+    for (n, step) in stored.steps.iter().enumerate() {
+        assert_eq!(step.inputs, json!({"n": n}));
+    }
+}
+
+#[test]
 fn steps_sqlite_rejects_are_dropped_alone_and_reported() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("chainweaver.db");
