@@ -48,6 +48,16 @@ pub enum RecorderError {
     Stats(String),
     #[error("the recorder's background writer stopped: {0}")]
     WriterGone(String),
+    #[error(
+        "the recorder dropped {steps} steps and {traces} trace rows after {attempts} failed commits: {source}"
+    )]
+    BatchDiscarded {
+        traces: u64,
+        steps: u64,
+        attempts: u32,
+        #[source]
+        source: Box<RecorderError>,
+    },
 }
 
 /// The recorder crate's result type.

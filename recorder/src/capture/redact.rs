@@ -1,0 +1,746 @@
+//! Redaction: what the recorder removes from traces and steps before they reach a store.
+//!
+//! Three rules, applied to step inputs, outputs, error messages and step and trace metadata:
+//!
+//! 1. **Secret keys.** In a JSON object, the value of a key that looks like a secret is replaced
+//!    by `"[REDACTED]"`, whatever its type. A key is compared after lowercasing it and dropping
+//!    everything but letters and digits, so `X-Api-Key`, `api_key`, `apiKey` and `APIKEY` all read
+//!    `apikey`; it is secret when it *contains* one of the secret words (`password`, `secret`,
+//!    `token`, `apikey`, `authorization`, `cookie`, `privatekey`, ...). The word `token` does not
+//!    count inside `tokens`, `tokenize`, `token_count`, `token_limit` and `token_usage`: those are
+//!    the usage counters language-model APIs report, not credentials. An object of the form
+//!    `{"name": <secret key>, "value": ...}` (HTTP header lists) gets its `value` redacted too.
+//! 2. **Secret patterns.** Inside every string value (and error message), text matching one of
+//!    the secret patterns (bearer tokens, `sk-...` provider keys, AWS access key ids, GitHub
+//!    tokens, JWTs, Slack tokens, Google API keys, PEM private keys, passwords in URLs,
+//!    `api_key=...` query parameters) is replaced by `[REDACTED]`. A pattern with a capture group
+//!    named `secret` only has that group replaced, so `Bearer abc...` becomes `Bearer [REDACTED]`.
+//! 3. **Size cap.** A string longer than the cap (64 KiB unless configured) is cut to at most the
+//!    cap, on a character boundary, followed by a marker saying how many bytes were cut. The cap
+//!    is applied after the patterns, so a secret straddling the cut is still found.
+//!
+//! Everything here is a pure function of the policy and the value.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+use serde_json::{Map, Value};
+
+use crate::model::{ObservedStep, ObservedTrace};
+
+/// What a redacted value or secret becomes.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// The default size cap on one string value: 64 KiB.
+pub const DEFAULT_MAX_STRING_BYTES: usize = 64 * 1024;
+
+/// The built-in secret key words, in normalized form (lowercase letters and digits only).
+const BUILTIN_SECRET_KEYS: &[&str] = &[
+    "password",
+    "passwd",
+    "passphrase",
+    "pwd",
+    "secret",
+    "token",
+    "apikey",
+    "authorization",
+    "cookie",
+    "privatekey",
+    "accesskey",
+    "credential",
+    "sessionkey",
+    "signingkey",
+    "encryptionkey",
+];
+
+/// Text that, right after `token` in a normalized key, makes it a counter and not a credential.
+const TOKEN_COUNTER_SUFFIXES: &[&str] = &["s", "iz", "is", "count", "limit", "usage"];
+
+/// The built-in secret patterns.
+const BUILTIN_PATTERNS: &[&str] = &[
+    // An HTTP bearer credential: keep the scheme, drop the token.
+    r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9\-._~+/]+=*)",
+    // Provider API keys: OpenAI `sk-...`, `sk-proj-...`, Anthropic `sk-ant-...`.
+    r"\bsk-[A-Za-z0-9_\-]{16,}",
+    // AWS access key ids (long-term and temporary).
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    // GitHub tokens: personal, OAuth, user-to-server, server-to-server, refresh; fine-grained.
+    r"\bgh[pousr]_[A-Za-z0-9]{30,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
+    // JSON Web Tokens: base64url header and payload, both starting with `{"`, and a signature.
+    r"\beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*",
+    // Slack tokens.
+    r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
+    // Google API keys.
+    r"\bAIza[0-9A-Za-z_\-]{35}",
+    // PEM private key blocks, whatever the key type.
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    // A password inside a URL: scheme://user:password@host.
+    r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:(?P<secret>[^/\s@]+)@",
+    // Credentials passed as query or form parameters.
+    r"(?i)\b(?:api[_\-]?key|access[_\-]?token|refresh[_\-]?token|auth[_\-]?token|token|password|passwd|secret|client[_\-]?secret)=(?P<secret>[^&\s]+)",
+];
+
+static BUILTIN_REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    BUILTIN_PATTERNS
+        .iter()
+        .map(|pattern| Regex::new(pattern).expect("built-in redaction patterns compile"))
+        .collect()
+});
+
+/// One secret key word and the suffixes that exempt it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SecretKey {
+    word: String,
+    exempt_suffixes: &'static [&'static str],
+}
+
+impl SecretKey {
+    fn matches(&self, normalized_key: &str) -> bool {
+        normalized_key.match_indices(&self.word).any(|(at, word)| {
+            let rest = &normalized_key[at + word.len()..];
+            !self
+                .exempt_suffixes
+                .iter()
+                .any(|suffix| rest.starts_with(suffix))
+        })
+    }
+}
+
+/// What the recorder removes from traces and steps before they are stored.
+///
+/// [`RedactionPolicy::default`] has the built-in secret keys and patterns and a 64 KiB cap;
+/// [`RedactionPolicy::none`] changes nothing. Add keys with
+/// [`with_secret_key`](Self::with_secret_key) and patterns with
+/// [`with_pattern`](Self::with_pattern).
+#[derive(Debug, Clone)]
+pub struct RedactionPolicy {
+    secret_keys: Vec<SecretKey>,
+    patterns: Vec<Regex>,
+    max_string_bytes: Option<usize>,
+}
+
+impl Default for RedactionPolicy {
+    fn default() -> Self {
+        Self {
+            secret_keys: BUILTIN_SECRET_KEYS
+                .iter()
+                .map(|word| SecretKey {
+                    word: (*word).to_owned(),
+                    exempt_suffixes: if *word == "token" {
+                        TOKEN_COUNTER_SUFFIXES
+                    } else {
+                        &[]
+                    },
+                })
+                .collect(),
+            patterns: BUILTIN_REGEXES.clone(),
+            max_string_bytes: Some(DEFAULT_MAX_STRING_BYTES),
+        }
+    }
+}
+
+impl RedactionPolicy {
+    /// A policy that changes nothing: no secret keys, no patterns, no size cap.
+    pub fn none() -> Self {
+        Self {
+            secret_keys: Vec::new(),
+            patterns: Vec::new(),
+            max_string_bytes: None,
+        }
+    }
+
+    /// Also treat keys containing `word` as secret. The word is compared like keys are: case and
+    /// everything but letters and digits are ignored (`"X-Tenant_ID"` matches `x-tenant-id`).
+    /// A word with no letter or digit is ignored.
+    pub fn with_secret_key(mut self, word: &str) -> Self {
+        let word = normalize_key(word).into_owned();
+        if !word.is_empty() && !self.secret_keys.iter().any(|key| key.word == word) {
+            self.secret_keys.push(SecretKey {
+                word,
+                exempt_suffixes: &[],
+            });
+        }
+        self
+    }
+
+    /// Also replace text matching `pattern` inside string values by `[REDACTED]` (only the
+    /// capture group named `secret`, when the pattern has one).
+    pub fn with_pattern(mut self, pattern: Regex) -> Self {
+        self.patterns.push(pattern);
+        self
+    }
+
+    /// Cut strings longer than `max_bytes` (`None`: no cap).
+    pub fn with_max_string_bytes(mut self, max_bytes: Option<usize>) -> Self {
+        self.max_string_bytes = max_bytes;
+        self
+    }
+
+    /// The size cap on one string, if any.
+    pub fn max_string_bytes(&self) -> Option<usize> {
+        self.max_string_bytes
+    }
+
+    /// True when the policy can change nothing.
+    pub fn is_noop(&self) -> bool {
+        self.secret_keys.is_empty() && self.patterns.is_empty() && self.max_string_bytes.is_none()
+    }
+
+    /// True when the value stored under `key` is a secret.
+    pub fn is_secret_key(&self, key: &str) -> bool {
+        if self.secret_keys.is_empty() {
+            return false;
+        }
+        let normalized = normalize_key(key);
+        self.secret_keys
+            .iter()
+            .any(|secret| secret.matches(&normalized))
+    }
+
+    /// `text` with every secret pattern replaced and the size cap applied; borrowed when nothing
+    /// changed.
+    pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut current = Cow::Borrowed(text);
+        for pattern in &self.patterns {
+            if let Cow::Owned(replaced) = pattern.replace_all(&current, replace_secret) {
+                current = Cow::Owned(replaced);
+            }
+        }
+        match self.max_string_bytes {
+            Some(max) if current.len() > max => Cow::Owned(truncate(&current, max)),
+            _ => current,
+        }
+    }
+
+    /// Redact a JSON value in place: secret keys at any depth, patterns and the cap in every
+    /// string.
+    pub fn redact_value(&self, value: &mut Value) {
+        match value {
+            Value::String(text) => {
+                if let Cow::Owned(redacted) = self.redact_text(text) {
+                    *text = redacted;
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    self.redact_value(item);
+                }
+            }
+            Value::Object(map) => self.redact_map(map),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// Redact a JSON object (or metadata map) in place.
+    pub fn redact_map(&self, map: &mut Map<String, Value>) {
+        let named_secret = ["name", "key", "header"].iter().any(|field| {
+            map.get(*field)
+                .and_then(Value::as_str)
+                .is_some_and(|name| self.is_secret_key(name))
+        });
+        for (key, value) in map.iter_mut() {
+            if self.is_secret_key(key) || (named_secret && key == "value") {
+                *value = Value::String(REDACTED.to_owned());
+            } else {
+                self.redact_value(value);
+            }
+        }
+    }
+
+    /// Redact an optional string in place.
+    fn redact_string(&self, text: &mut Option<String>) {
+        if let Some(text) = text
+            && let Cow::Owned(redacted) = self.redact_text(text)
+        {
+            *text = redacted;
+        }
+    }
+
+    /// Redact everything a step carries: inputs, outputs, error type and message, metadata.
+    pub fn redact_step(&self, step: &mut ObservedStep) {
+        if self.is_noop() {
+            return;
+        }
+        self.redact_value(&mut step.inputs);
+        if let Some(outputs) = &mut step.outputs {
+            self.redact_value(outputs);
+        }
+        self.redact_string(&mut step.error_type);
+        self.redact_string(&mut step.error_message);
+        self.redact_map(&mut step.metadata);
+    }
+
+    /// Redact a trace's metadata.
+    pub fn redact_trace(&self, trace: &mut ObservedTrace) {
+        if self.is_noop() {
+            return;
+        }
+        self.redact_map(&mut trace.metadata);
+    }
+}
+
+/// Lowercase letters and digits of `key`, nothing else.
+fn normalize_key(key: &str) -> Cow<'_, str> {
+    if key
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    {
+        return Cow::Borrowed(key);
+    }
+    Cow::Owned(
+        key.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect(),
+    )
+}
+
+/// The replacement for one pattern match: the `secret` group replaced, or the whole match.
+fn replace_secret(caps: &Captures<'_>) -> String {
+    let Some(whole) = caps.get(0) else {
+        return String::new();
+    };
+    match caps.name("secret") {
+        Some(secret) => {
+            let text = whole.as_str();
+            let from = secret.start() - whole.start();
+            let to = secret.end() - whole.start();
+            format!("{}{REDACTED}{}", &text[..from], &text[to..])
+        }
+        None => REDACTED.to_owned(),
+    }
+}
+
+/// `text` cut to at most `max` bytes on a character boundary, with a marker saying how many
+/// bytes were cut.
+fn truncate(text: &str, max: usize) -> String {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = text.len() - end;
+    format!("{}…[truncated {cut} bytes]", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy() -> RedactionPolicy {
+        RedactionPolicy::default()
+    }
+
+    fn redacted(mut value: Value) -> Value {
+        policy().redact_value(&mut value);
+        value
+    }
+
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        assert_eq!(BUILTIN_REGEXES.len(), BUILTIN_PATTERNS.len());
+    }
+
+    #[test]
+    fn secret_keys_are_found_whatever_their_case_and_separators() {
+        let p = policy();
+        for key in [
+            "password",
+            "PASSWORD",
+            "Password",
+            "db_password",
+            "passwd",
+            "user_pwd",
+            "secret",
+            "client_secret",
+            "ClientSecret",
+            "token",
+            "refresh_token",
+            "accessToken",
+            "X-Auth-Token",
+            "api_key",
+            "apiKey",
+            "API-KEY",
+            "x-api-key",
+            "apikey",
+            "Authorization",
+            "proxy-authorization",
+            "cookie",
+            "Set-Cookie",
+            "cookies",
+            "private_key",
+            "privateKey",
+            "aws_secret_access_key",
+            "access_key",
+            "credentials",
+            "github_token",
+            "passphrase",
+        ] {
+            assert!(p.is_secret_key(key), "{key} should be secret");
+        }
+    }
+
+    #[test]
+    fn ordinary_keys_and_token_counters_are_not_secret() {
+        let p = policy();
+        for key in [
+            "user",
+            "query",
+            "max_tokens",
+            "prompt_tokens",
+            "completion_tokens",
+            "total_tokens",
+            "input_tokens",
+            "tokenizer",
+            "tokenize",
+            "token_count",
+            "tokenCount",
+            "token_limit",
+            "token_usage",
+            "key",
+            "keyword",
+            "author",
+            "path",
+            "id",
+        ] {
+            assert!(!p.is_secret_key(key), "{key} should not be secret");
+        }
+        // A counter word does not hide a real secret word elsewhere in the key.
+        assert!(p.is_secret_key("tokens_secret"));
+        assert!(p.is_secret_key("token_or_tokens"));
+    }
+
+    #[test]
+    fn secret_values_are_replaced_whatever_their_type() {
+        let value = redacted(json!({
+            "user": "ann",
+            "password": "hunter2",
+            "token": 12345,
+            "credentials": {"user": "ann", "pass": "x"},
+            "cookie": ["a=1", "b=2"],
+            "secret": null,
+            "max_tokens": 512
+        }));
+        assert_eq!(
+            value,
+            json!({
+                "user": "ann",
+                "password": REDACTED,
+                "token": REDACTED,
+                "credentials": REDACTED,
+                "cookie": REDACTED,
+                "secret": REDACTED,
+                "max_tokens": 512
+            })
+        );
+    }
+
+    #[test]
+    fn nested_objects_and_arrays_are_redacted_at_any_depth() {
+        let value = redacted(json!({
+            "request": {
+                "headers": {"Content-Type": "json", "X-Api-Key": "abc"},
+                "body": [{"items": [{"refresh_token": "r1", "n": 1}]}, "plain"]
+            },
+            "list": [[{"Authorization": "Basic xyz"}]]
+        }));
+        assert_eq!(
+            value,
+            json!({
+                "request": {
+                    "headers": {"Content-Type": "json", "X-Api-Key": REDACTED},
+                    "body": [{"items": [{"refresh_token": REDACTED, "n": 1}]}, "plain"]
+                },
+                "list": [[{"Authorization": REDACTED}]]
+            })
+        );
+    }
+
+    #[test]
+    fn key_order_and_numbers_are_kept() {
+        let mut value: Value =
+            serde_json::from_str(r#"{"z": 1.50, "password": "p", "a": 10000000000000000000001}"#)
+                .unwrap();
+        policy().redact_value(&mut value);
+        assert_eq!(
+            serde_json::to_string(&value).unwrap(),
+            r#"{"z":1.50,"password":"[REDACTED]","a":10000000000000000000001}"#
+        );
+    }
+
+    #[test]
+    fn header_lists_of_name_and_value_are_redacted() {
+        let value = redacted(json!({"headers": [
+            {"name": "Authorization", "value": "Basic dXNlcjpwYXNz"},
+            {"name": "Accept", "value": "text/html"},
+            {"key": "x-api-key", "value": "k123"}
+        ]}));
+        assert_eq!(
+            value,
+            json!({"headers": [
+                {"name": "Authorization", "value": REDACTED},
+                {"name": "Accept", "value": "text/html"},
+                {"key": "x-api-key", "value": REDACTED}
+            ]})
+        );
+    }
+
+    #[test]
+    fn bearer_tokens_keep_their_scheme() {
+        let p = policy();
+        assert_eq!(
+            p.redact_text("Authorization: Bearer abc.DEF-123_xyz== sent"),
+            "Authorization: Bearer [REDACTED] sent"
+        );
+        assert_eq!(p.redact_text("bearer tok123"), "bearer [REDACTED]");
+    }
+
+    #[test]
+    fn provider_cloud_and_forge_keys_are_replaced() {
+        let p = policy();
+        let cases = [
+            ("key sk-abcdefghijklmnop1234 used", "key [REDACTED] used"),
+            (
+                "sk-proj-AbCdEf0123456789_-xyzXYZ and sk-ant-api03-abcdefghijklmnopqrst",
+                "[REDACTED] and [REDACTED]",
+            ),
+            ("aws AKIAIOSFODNN7EXAMPLE end", "aws [REDACTED] end"),
+            ("ASIAABCDEFGHIJKLMNOP", "[REDACTED]"),
+            (
+                "token ghp_0123456789abcdefghijklmnopqrstuvwxyz here",
+                "token [REDACTED] here",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+                "[REDACTED]",
+            ),
+            ("xoxb-1234567890-abcdefghij", "[REDACTED]"),
+            ("AIzaSyA-0123456789abcdefghijklmnopqrstu", "[REDACTED]"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(p.redact_text(text), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn jwts_are_replaced() {
+        let jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        assert_eq!(
+            policy().redact_text(&format!("session={jwt};")),
+            "session=[REDACTED];"
+        );
+    }
+
+    #[test]
+    fn private_key_blocks_and_url_passwords_and_query_credentials_are_replaced() {
+        let p = policy();
+        let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----\nb";
+        assert_eq!(p.redact_text(pem), "a\n[REDACTED]\nb");
+        assert_eq!(
+            p.redact_text("postgres://app:s3cr3t@db:5432/main"),
+            "postgres://app:[REDACTED]@db:5432/main"
+        );
+        assert_eq!(
+            p.redact_text("GET /v1/items?api_key=abc123&page=2"),
+            "GET /v1/items?api_key=[REDACTED]&page=2"
+        );
+    }
+
+    #[test]
+    fn ordinary_text_is_left_alone_and_borrowed() {
+        let p = policy();
+        for text in [
+            "",
+            "hello world",
+            "skip-this",
+            "sk-short",
+            "ask-me-anything-about-it",
+            "AKIA is a prefix",
+            "bearer",
+            "eyJ alone",
+            "https://example.com/path?page=2",
+        ] {
+            assert!(
+                matches!(p.redact_text(text), Cow::Borrowed(t) if t == text),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn patterns_apply_inside_values_under_ordinary_keys() {
+        let value = redacted(json!({
+            "command": "curl -H 'Authorization: Bearer xyz789' https://api",
+            "args": ["--key", "sk-0123456789abcdefghij"]
+        }));
+        assert_eq!(
+            value,
+            json!({
+                "command": "curl -H 'Authorization: Bearer [REDACTED]' https://api",
+                "args": ["--key", REDACTED]
+            })
+        );
+    }
+
+    #[test]
+    fn steps_are_redacted_everywhere_including_error_messages() {
+        let mut step = ObservedStep::new(
+            "t",
+            0,
+            "http_get",
+            json!({"url": "https://u:pw@host/x", "token": "t"}),
+        );
+        step.outputs = Some(json!({"set-cookie": "sid=1", "body": "ok"}));
+        step.error_type = Some("AuthError".into());
+        step.error_message = Some("rejected key sk-abcdefghijklmnopqrstu (401)".into());
+        step.metadata
+            .insert("authorization".into(), json!("Basic abc"));
+        step.metadata.insert("attempt".into(), json!(2));
+        policy().redact_step(&mut step);
+        assert_eq!(
+            step.inputs,
+            json!({"url": "https://u:[REDACTED]@host/x", "token": REDACTED})
+        );
+        assert_eq!(
+            step.outputs,
+            Some(json!({"set-cookie": REDACTED, "body": "ok"}))
+        );
+        assert_eq!(step.error_type.as_deref(), Some("AuthError"));
+        assert_eq!(
+            step.error_message.as_deref(),
+            Some("rejected key [REDACTED] (401)")
+        );
+        assert_eq!(step.metadata["authorization"], json!(REDACTED));
+        assert_eq!(step.metadata["attempt"], json!(2));
+        assert_eq!(step.tool_name, "http_get");
+    }
+
+    #[test]
+    fn trace_metadata_is_redacted() {
+        let mut trace = ObservedTrace::new("t", "test");
+        trace.metadata.insert("session_cookie".into(), json!("abc"));
+        trace.metadata.insert("task".into(), json!("Bearer qwerty"));
+        policy().redact_trace(&mut trace);
+        assert_eq!(
+            Value::Object(trace.metadata),
+            json!({"session_cookie": REDACTED, "task": "Bearer [REDACTED]"})
+        );
+    }
+
+    #[test]
+    fn long_strings_are_cut_with_a_marker_saying_how_much() {
+        let p = RedactionPolicy::default().with_max_string_bytes(Some(10));
+        assert_eq!(p.redact_text("0123456789"), "0123456789");
+        assert_eq!(
+            p.redact_text("0123456789abcdef"),
+            "0123456789…[truncated 6 bytes]"
+        );
+        // Never cut inside a character: "é" is two bytes, the cut moves back to a boundary.
+        assert_eq!(
+            p.redact_text("012345678é12"),
+            "012345678…[truncated 4 bytes]"
+        );
+        let mut value = json!({"a": ["x".repeat(25)], "n": 1});
+        p.redact_value(&mut value);
+        assert_eq!(
+            value,
+            json!({"a": ["xxxxxxxxxx…[truncated 15 bytes]"], "n": 1})
+        );
+    }
+
+    #[test]
+    fn the_default_cap_is_64_kib() {
+        let p = policy();
+        let text = "a".repeat(DEFAULT_MAX_STRING_BYTES + 100);
+        let cut = p.redact_text(&text);
+        assert!(cut.starts_with(&"a".repeat(DEFAULT_MAX_STRING_BYTES)));
+        assert!(cut.ends_with("…[truncated 100 bytes]"));
+        let fits = "a".repeat(DEFAULT_MAX_STRING_BYTES);
+        assert!(matches!(p.redact_text(&fits), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_secret_at_the_cut_is_still_redacted() {
+        // Cutting first would leave "sk-abcdefghi", too short for the pattern to see.
+        let p = RedactionPolicy::default().with_max_string_bytes(Some(24));
+        let text = format!("{} sk-abcdefghijklmnopqrstuvwxyz", "x".repeat(11));
+        let cut = p.redact_text(&text);
+        assert!(!cut.contains("sk-abc"), "{cut}");
+        assert_eq!(cut, "xxxxxxxxxxx [REDACTED]");
+    }
+
+    #[test]
+    fn error_messages_are_capped() {
+        let p = RedactionPolicy::default().with_max_string_bytes(Some(4));
+        let mut step = ObservedStep::new("t", 0, "x", json!({}));
+        step.error_message = Some("a long message".into());
+        p.redact_step(&mut step);
+        assert_eq!(
+            step.error_message.as_deref(),
+            Some("a lo…[truncated 10 bytes]")
+        );
+    }
+
+    #[test]
+    fn extra_keys_and_patterns_can_be_added() {
+        let p = RedactionPolicy::default()
+            .with_secret_key("SSN")
+            .with_secret_key("x-tenant-id")
+            .with_pattern(Regex::new(r"\b\d{4}-\d{4}-\d{4}-\d{4}\b").unwrap())
+            .with_pattern(Regex::new(r"pin (?P<secret>\d+)").unwrap());
+        let value = {
+            let mut v = json!({
+                "customer_ssn": "123-45-6789",
+                "X_Tenant_Id": "acme",
+                "note": "card 1234-5678-9012-3456, pin 4321"
+            });
+            p.redact_value(&mut v);
+            v
+        };
+        assert_eq!(
+            value,
+            json!({
+                "customer_ssn": REDACTED,
+                "X_Tenant_Id": REDACTED,
+                "note": "card [REDACTED], pin [REDACTED]"
+            })
+        );
+        // Words without letters or digits add nothing.
+        let unchanged = RedactionPolicy::none().with_secret_key("--");
+        assert!(unchanged.is_noop());
+    }
+
+    #[test]
+    fn the_none_policy_changes_nothing() {
+        let p = RedactionPolicy::none();
+        assert!(p.is_noop());
+        let original = json!({
+            "password": "hunter2",
+            "auth": "Bearer abc",
+            "big": "x".repeat(DEFAULT_MAX_STRING_BYTES * 2)
+        });
+        let mut value = original.clone();
+        p.redact_value(&mut value);
+        assert_eq!(value, original);
+        let mut step = ObservedStep::new("t", 0, "x", original.clone());
+        step.error_message = Some("sk-abcdefghijklmnopqrstu".into());
+        let before = step.clone();
+        p.redact_step(&mut step);
+        assert_eq!(step, before);
+    }
+
+    #[test]
+    fn a_policy_without_patterns_still_redacts_keys() {
+        let p = RedactionPolicy::none().with_secret_key("password");
+        assert_eq!(
+            {
+                let mut v = json!({"password": "x", "note": "Bearer abc"});
+                p.redact_value(&mut v);
+                v
+            },
+            json!({"password": REDACTED, "note": "Bearer abc"})
+        );
+    }
+}

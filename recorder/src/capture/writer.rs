@@ -1,0 +1,304 @@
+//! The recorder's background writer: one thread that owns the store, redacts what it receives
+//! and commits it in batches.
+//!
+//! A batch is committed (one [`TraceStore::append`], one transaction) when it holds
+//! `batch_size` rows, when its oldest row has waited `max_batch_delay`, on a flush and at
+//! shutdown. A failed batch is kept and retried (after `retry_delay`, or at the next flush) up to
+//! `max_commit_attempts` times, then dropped and reported. A row the store rejects as invalid
+//! (`InvalidTrace` / `InvalidStep` naming a row of the batch) is dropped alone and reported at
+//! once, so one bad row never holds back the rest.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+
+use super::recorder::Shared;
+use super::redact::RedactionPolicy;
+use crate::error::{RecorderError, Result};
+use crate::model::{ObservedStep, ObservedTrace};
+use crate::store::TraceStore;
+
+/// What callers send to the writer.
+pub(crate) enum Command {
+    /// A trace row, sent when the trace starts and again when it ends (the store updates it).
+    Trace(Box<ObservedTrace>),
+    /// A finished step.
+    Step(Box<ObservedStep>),
+    /// Commit everything received so far, then answer with the pending error, if any.
+    Flush(Sender<Result<()>>),
+    /// Commit everything and stop.
+    Shutdown,
+}
+
+/// How the writer batches and retries.
+#[derive(Debug, Clone)]
+pub(crate) struct WriterSettings {
+    pub batch_size: usize,
+    pub max_batch_delay: Duration,
+    pub max_commit_attempts: u32,
+    pub retry_delay: Duration,
+    pub redaction: RedactionPolicy,
+}
+
+/// The rows waiting for the next commit.
+#[derive(Default)]
+struct Batch {
+    traces: Vec<ObservedTrace>,
+    /// Where each trace id sits in `traces`: a trace sent twice before a commit (started and
+    /// ended) is stored once, in its latest form.
+    trace_slots: HashMap<String, usize>,
+    steps: Vec<ObservedStep>,
+    /// When the oldest row arrived.
+    opened_at: Option<Instant>,
+    /// Failed commits of this batch so far.
+    attempts: u32,
+    /// No commit before this instant (set after a failure), except on flush or shutdown.
+    retry_at: Option<Instant>,
+}
+
+impl Batch {
+    fn len(&self) -> usize {
+        self.traces.len() + self.steps.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.traces.is_empty() && self.steps.is_empty()
+    }
+
+    fn add_trace(&mut self, trace: ObservedTrace) {
+        self.opened_at.get_or_insert_with(Instant::now);
+        match self.trace_slots.get(&trace.trace_id) {
+            Some(&slot) => self.traces[slot] = trace,
+            None => {
+                self.trace_slots
+                    .insert(trace.trace_id.clone(), self.traces.len());
+                self.traces.push(trace);
+            }
+        }
+    }
+
+    fn add_step(&mut self, step: ObservedStep) {
+        self.opened_at.get_or_insert_with(Instant::now);
+        self.steps.push(step);
+    }
+
+    fn clear(&mut self) {
+        *self = Batch::default();
+    }
+
+    /// Remove the rows `error` blames, if it names rows of this batch; returns (traces, steps)
+    /// removed.
+    fn remove_rejected(&mut self, error: &RecorderError) -> Option<(u64, u64)> {
+        let (traces, steps) = match error {
+            RecorderError::InvalidStep {
+                trace_id,
+                step_index,
+                ..
+            } => {
+                let before = self.steps.len();
+                self.steps
+                    .retain(|s| !(s.trace_id == *trace_id && s.step_index == *step_index));
+                (0, before - self.steps.len())
+            }
+            RecorderError::InvalidTrace { trace_id, .. } => {
+                let traces_before = self.traces.len();
+                let steps_before = self.steps.len();
+                self.traces.retain(|t| t.trace_id != *trace_id);
+                self.steps.retain(|s| s.trace_id != *trace_id);
+                (
+                    traces_before - self.traces.len(),
+                    steps_before - self.steps.len(),
+                )
+            }
+            _ => return None,
+        };
+        if traces == 0 && steps == 0 {
+            return None;
+        }
+        self.trace_slots = self
+            .traces
+            .iter()
+            .enumerate()
+            .map(|(slot, t)| (t.trace_id.clone(), slot))
+            .collect();
+        Some((traces as u64, steps as u64))
+    }
+}
+
+/// The writer thread's state.
+pub(crate) struct Writer {
+    store: Box<dyn TraceStore>,
+    commands: Receiver<Command>,
+    shared: Arc<Shared>,
+    settings: WriterSettings,
+    batch: Batch,
+}
+
+impl Writer {
+    pub(crate) fn new(
+        store: Box<dyn TraceStore>,
+        commands: Receiver<Command>,
+        shared: Arc<Shared>,
+        settings: WriterSettings,
+    ) -> Self {
+        Self {
+            store,
+            commands,
+            shared,
+            settings,
+            batch: Batch::default(),
+        }
+    }
+
+    /// Receive and commit until told to stop or every sender is gone.
+    pub(crate) fn run(mut self) {
+        loop {
+            let received = match self.wake_at() {
+                None => self
+                    .commands
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
+                Some(at) => self.commands.recv_deadline(at),
+            };
+            match received {
+                Ok(Command::Trace(mut trace)) => {
+                    self.settings.redaction.redact_trace(&mut trace);
+                    self.batch.add_trace(*trace);
+                }
+                Ok(Command::Step(mut step)) => {
+                    self.settings.redaction.redact_step(&mut step);
+                    self.batch.add_step(*step);
+                }
+                Ok(Command::Flush(reply)) => {
+                    self.commit();
+                    // The caller may have stopped waiting; nothing to do then.
+                    let _ = reply.send(self.shared.take_error().map_or(Ok(()), Err));
+                    continue;
+                }
+                Ok(Command::Shutdown) | Err(RecvTimeoutError::Disconnected) => {
+                    self.shutdown();
+                    return;
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.commit();
+                    continue;
+                }
+            }
+            if self.batch.len() >= self.settings.batch_size.max(1) && self.may_retry_now() {
+                self.commit();
+            }
+        }
+    }
+
+    /// When the writer must wake up without a command: when the batch's delay is over, or when
+    /// a full batch may be retried. `None` when the batch is empty.
+    fn wake_at(&self) -> Option<Instant> {
+        let opened = self.batch.opened_at?;
+        if self.batch.len() >= self.settings.batch_size.max(1) {
+            return Some(self.batch.retry_at.unwrap_or_else(Instant::now));
+        }
+        let due = opened + self.settings.max_batch_delay;
+        Some(match self.batch.retry_at {
+            Some(retry) => due.max(retry),
+            None => due,
+        })
+    }
+
+    fn may_retry_now(&self) -> bool {
+        self.batch.retry_at.is_none_or(|at| Instant::now() >= at)
+    }
+
+    /// Try to commit the batch once (dropping rows the store rejects as invalid first).
+    fn commit(&mut self) {
+        while !self.batch.is_empty() {
+            let now = Utc::now();
+            for step in &mut self.batch.steps {
+                step.recorded_at = Some(now);
+            }
+            match self.store.append(&self.batch.traces, &self.batch.steps) {
+                Ok(written) => {
+                    let stats = &self.shared.stats;
+                    stats
+                        .steps_committed
+                        .fetch_add(written.steps, Ordering::Relaxed);
+                    stats
+                        .duplicate_steps
+                        .fetch_add(written.duplicate_steps, Ordering::Relaxed);
+                    stats.batches_committed.fetch_add(1, Ordering::Relaxed);
+                    self.batch.clear();
+                    return;
+                }
+                Err(error) => {
+                    self.shared
+                        .stats
+                        .commit_failures
+                        .fetch_add(1, Ordering::Relaxed);
+                    if let Some((traces, steps)) = self.batch.remove_rejected(&error) {
+                        self.discarded(traces, steps, 1, error);
+                        continue;
+                    }
+                    self.batch.attempts += 1;
+                    if self.batch.attempts >= self.settings.max_commit_attempts.max(1) {
+                        let traces = self.batch.traces.len() as u64;
+                        let steps = self.batch.steps.len() as u64;
+                        let attempts = self.batch.attempts;
+                        self.batch.clear();
+                        self.discarded(traces, steps, attempts, error);
+                    } else {
+                        self.batch.retry_at = Some(Instant::now() + self.settings.retry_delay);
+                        self.shared.report(error);
+                    }
+                    return;
+                }
+            }
+        }
+        self.batch.clear();
+    }
+
+    fn discarded(&self, traces: u64, steps: u64, attempts: u32, source: RecorderError) {
+        self.shared
+            .stats
+            .steps_discarded
+            .fetch_add(steps, Ordering::Relaxed);
+        self.shared.report(RecorderError::BatchDiscarded {
+            traces,
+            steps,
+            attempts,
+            source: Box::new(source),
+        });
+    }
+
+    /// Commit what is left, retrying until it is stored or given up.
+    fn shutdown(&mut self) {
+        // `Shutdown` is sent when the last sender is being dropped, so nothing should follow it;
+        // anything that still does is committed all the same.
+        let mut replies = Vec::new();
+        while let Ok(command) = self.commands.try_recv() {
+            match command {
+                Command::Trace(mut trace) => {
+                    self.settings.redaction.redact_trace(&mut trace);
+                    self.batch.add_trace(*trace);
+                }
+                Command::Step(mut step) => {
+                    self.settings.redaction.redact_step(&mut step);
+                    self.batch.add_step(*step);
+                }
+                Command::Flush(reply) => replies.push(reply),
+                Command::Shutdown => {}
+            }
+        }
+        while !self.batch.is_empty() {
+            if let Some(at) = self.batch.retry_at {
+                std::thread::sleep(at.saturating_duration_since(Instant::now()));
+            }
+            self.commit();
+        }
+        for reply in replies {
+            let _ = reply.send(self.shared.take_error().map_or(Ok(()), Err));
+        }
+    }
+}
