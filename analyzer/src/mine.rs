@@ -10,7 +10,7 @@ use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{Candidate, Occurrence, Pattern};
 use serde::{Deserialize, Serialize};
 
-use crate::candidate::{CandidateConfig, build_candidate};
+use crate::candidate::{CandidateConfig, build_candidates};
 use crate::error::Result;
 use crate::spm::{self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder};
 
@@ -171,12 +171,20 @@ impl ChainAnalyzer {
                 .map(|items| gapped_occurrences(&db, items, max_gap))
                 .collect(),
         };
+        let chosen_patterns: Vec<Pattern> = chosen
+            .iter()
+            .zip(occurrence_lists)
+            .map(|(items, occurrences)| {
+                let mut pattern = Pattern::new(names(items), occurrences);
+                pattern.gapped = config.max_gap.is_some_and(|gap| gap > 0);
+                pattern
+            })
+            .collect();
         let mut candidates = Vec::new();
         let mut skipped = Vec::new();
-        for (items, occurrences) in chosen.iter().zip(occurrence_lists) {
-            let mut pattern = Pattern::new(names(items), occurrences);
-            pattern.gapped = config.max_gap.is_some_and(|gap| gap > 0);
-            match build_candidate(traces, &pattern, &config.candidate) {
+        let built = build_candidates(traces, &chosen_patterns, &config.candidate);
+        for (pattern, built) in chosen_patterns.iter().zip(built) {
+            match built {
                 Ok(candidate) => candidates.push(candidate),
                 Err(err) => skipped.push((pattern.tools.clone(), err.to_string())),
             }
