@@ -248,6 +248,7 @@ fn candidate_table(candidates: &[Candidate]) -> Table {
             candidate.tools.join(" -> "),
             evidence.support.to_string(),
             evidence.round_trips_saved.to_string(),
+            format!("{:.2}", evidence.data_flow),
             format!("{:.2}", evidence.mean_confidence),
             evidence.flagged_bindings.to_string(),
             if evidence.read_only {

@@ -30,13 +30,18 @@
 //!
 //! # Score
 //!
-//! `score = round_trips_saved x success_rate x binding_quality x determinism x effect_factor`
+//! `score = round_trips_saved x success_rate x binding_quality x determinism x effect_factor
+//! x data_flow²`
 //!
 //! - `round_trips_saved = support x (steps - 1)`;
 //! - `binding_quality` = mean over bindings of their confidence, a flagged binding counting
 //!   `0.25` (it needs an agent or a reviewer); `1` without bindings;
 //! - `determinism` = mean over the pattern's steps of their tool's determinism ratio (`1` when no
 //!   input was ever repeated);
+//! - `data_flow` = share of the steps linked to another step by a binding (reading an earlier
+//!   step, or read by a later one); squared, so a pattern padded with an unrelated call (an
+//!   agent's `think`) ranks below the flow it contains, and tools that only happen to follow
+//!   each other score 0;
 //! - `effect_factor` = `1` for read-only flows, `0.75` when a step has (or may have) side
 //!   effects: those need live verification and a careful review.
 
@@ -762,13 +767,26 @@ fn assemble(
     } else {
         config.side_effect_factor
     };
+    let mut linked = vec![false; len];
+    for binding in &bindings {
+        for source in binding.source.source_steps() {
+            if source < len && binding.step < len && source != binding.step {
+                linked[source] = true;
+                linked[binding.step] = true;
+            }
+        }
+    }
+    let data_flow = linked.iter().filter(|&&l| l).count() as f64 / len.max(1) as f64;
     let score = round_trips_saved as f64
+        * data_flow
+        * data_flow
         * success_rate
         * binding_quality
         * determinism_factor
         * effect_factor;
     let evidence = Evidence {
         support,
+        data_flow,
         occurrences: views.len(),
         occurrence_refs: views
             .iter()

@@ -588,6 +588,16 @@ fn infer_field(
     });
 
     let share = |count: usize| count as f64 / n as f64;
+    // "First appears here" is counted wherever no earlier value matches exactly, so it also
+    // covers every occurrence a template explains; a template that holds often enough wins.
+    if ranked.first().is_some_and(|r| r.key == Key::FlowInput)
+        && let Some(position) = ranked.iter().position(|r| {
+            matches!(r.key, Key::Template(_)) && share(r.stats.count) >= config.min_confidence
+        })
+    {
+        let template = ranked.remove(position);
+        ranked.insert(0, template);
+    }
     let best = ranked.first()?;
     let best_share = share(best.stats.count);
     let mut flags = Vec::new();

@@ -27,6 +27,20 @@ fn leaf_text(value: &Value) -> Option<String> {
     }
 }
 
+/// Byte offsets where `word` stands in `text` as a word of its own: no letter, digit or joiner
+/// (`-`, `_`, `.`) right before or after it.
+fn whole_word_matches(text: &str, word: &str) -> Vec<usize> {
+    let joins = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.');
+    text.match_indices(word)
+        .map(|(start, _)| start)
+        .filter(|&start| {
+            let before = text[..start].chars().next_back();
+            let after = text[start + word.len()..].chars().next();
+            !before.is_some_and(joins) && !after.is_some_and(joins)
+        })
+        .collect()
+}
+
 /// Split `text` (an input of pattern step `step`) into literal text and earlier values, longest
 /// values first, outputs before inputs, nearer steps first. `None` when no earlier value of at
 /// least `min_part` bytes occurs in it.
@@ -42,10 +56,24 @@ pub(crate) fn find_template(
         if location.step >= step {
             continue;
         }
-        let Some(leaf) = view.value_at(location).and_then(leaf_text) else {
+        let Some(value) = view.value_at(location) else {
             continue;
         };
-        if leaf.len() >= min_part && leaf.len() < text.len() && text.contains(leaf.as_str()) {
+        let Some(leaf) = leaf_text(value) else {
+            continue;
+        };
+        let short_number = leaf.len() < min_part && value.is_number();
+        if leaf.is_empty() || leaf.len() >= text.len() {
+            continue;
+        }
+        // Short numbers (a temperature, a count) only fill a whole word of the text: `17` in
+        // "Lisbon: 17 degrees", never the `17` inside `2017` or `id-17`.
+        let fits = if leaf.len() >= min_part {
+            text.contains(leaf.as_str())
+        } else {
+            short_number && !whole_word_matches(text, &leaf).is_empty()
+        };
+        if fits {
             found.push((leaf, id));
         }
     }
@@ -65,7 +93,14 @@ pub(crate) fn find_template(
     // Claimed byte ranges of `text`, each with the location filling it.
     let mut claimed: Vec<(usize, usize, usize)> = Vec::new();
     for (leaf, id) in &found {
-        for (start, _) in text.match_indices(leaf.as_str()) {
+        let starts: Vec<usize> = if leaf.len() >= min_part {
+            text.match_indices(leaf.as_str())
+                .map(|(start, _)| start)
+                .collect()
+        } else {
+            whole_word_matches(text, leaf)
+        };
+        for start in starts {
             let end = start + leaf.len();
             if claimed.iter().all(|&(s, e, _)| end <= s || start >= e) {
                 claimed.push((start, end, *id));

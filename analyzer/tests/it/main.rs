@@ -1,5 +1,6 @@
 //! Integration tests of the analyzer crate, one module a topic.
 
+mod ground_truth;
 mod infer;
 mod spm;
 

@@ -204,6 +204,17 @@ impl BindingSource {
         }
     }
 
+    /// Every earlier step this source reads from (a template may read several).
+    pub fn source_steps(&self) -> Vec<usize> {
+        match self {
+            BindingSource::Template { slots, .. } => slots
+                .iter()
+                .flat_map(|slot| slot.source.source_steps())
+                .collect(),
+            other => other.source_step().into_iter().collect(),
+        }
+    }
+
     /// The earlier step this source reads from, if any.
     pub fn source_step(&self) -> Option<usize> {
         match self {
@@ -285,6 +296,11 @@ pub struct ToolSchema {
 pub struct Evidence {
     /// Distinct traces holding the pattern.
     pub support: usize,
+    /// Share of the pattern's steps linked to another step by data flow (they read an earlier
+    /// step's values or a later step reads theirs). Tools that merely follow each other, with
+    /// unrelated arguments, score 0 here: repetition without data flow is no flow.
+    #[serde(default)]
+    pub data_flow: f64,
     /// Occurrences, possibly several a trace.
     pub occurrences: usize,
     pub occurrence_refs: Vec<OccurrenceRef>,
