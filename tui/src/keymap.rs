@@ -444,15 +444,31 @@ pub fn hints(context: Context) -> Vec<(String, &'static str)> {
             out.push((keys, word));
         }
     };
+    let leading = |b: &&Binding| {
+        b.context == Context::Global && matches!(b.command, Command::Up | Command::Open)
+    };
+    let is_shadowed = |b: &Binding| {
+        KEYMAP
+            .iter()
+            .any(|v| v.context == context && v.keys.iter().any(|k| b.keys.contains(k)))
+    };
+    // Moving and opening first, then what the view adds, then the rest.
+    if context != Context::Input {
+        for b in KEYMAP.iter().filter(leading) {
+            if !is_shadowed(b) {
+                push(b);
+            }
+        }
+    }
     for b in KEYMAP.iter().filter(|b| b.context == context) {
         push(b);
     }
     if context != Context::Input {
-        for b in KEYMAP.iter().filter(|b| b.context == Context::Global) {
-            let shadowed = KEYMAP
-                .iter()
-                .any(|v| v.context == context && v.keys.iter().any(|k| b.keys.contains(k)));
-            if !shadowed {
+        for b in KEYMAP
+            .iter()
+            .filter(|b| b.context == Context::Global && !leading(b))
+        {
+            if !is_shadowed(b) {
                 push(b);
             }
         }

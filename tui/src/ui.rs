@@ -428,7 +428,8 @@ fn render_traces(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Th
             format_count(shown_to),
             format_count(total)
         ),
-        None => "loading".to_string(),
+        None if state.is_loading(Slot::Traces) => "loading".to_string(),
+        None => "unavailable".to_string(),
     };
     let title = format!(
         " Traces {count}{}sorted by {} {} ",
