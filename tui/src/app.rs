@@ -514,6 +514,7 @@ fn command_update(state: &mut AppState, command: Command) -> Vec<Effect> {
             } else {
                 (current + TABS.len() - 1) % TABS.len()
             };
+            state.status = None;
             show_view(state, TABS[next])
         }
         Command::Back => {

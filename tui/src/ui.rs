@@ -9,7 +9,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::symbols::border;
 use ratatui::text::{Line, Span, Text};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
 use crate::app::{AppState, DocsState, Focus, Mode, StatusKind, TABS, View};
 use crate::docs::{
@@ -397,7 +397,9 @@ fn render_help(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Them
     let visible: Vec<Line<'_>> = lines.into_iter().skip(scroll).collect();
     frame.render_widget(Clear, popup);
     frame.render_widget(
-        Paragraph::new(visible).block(theme.block(" Keys (? or Esc closes) ", true)),
+        Paragraph::new(visible)
+            .wrap(Wrap { trim: false })
+            .block(theme.block(" Keys (? or Esc closes) ", true)),
         popup,
     );
 }
@@ -625,7 +627,8 @@ fn render_detail(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Th
         frame.render_widget(Paragraph::new("Loading the trace...").block(block), area);
         return;
     };
-    let left_width = ((u32::from(area.width) * 45 / 100) as u16).clamp(30.min(area.width), 70);
+    let share = if area.width < 100 { 50 } else { 45 };
+    let left_width = ((u32::from(area.width) * share / 100) as u16).clamp(30.min(area.width), 70);
     let [left, right] =
         Layout::horizontal([Constraint::Length(left_width), Constraint::Fill(1)]).areas(area);
 
@@ -648,30 +651,28 @@ fn render_detail(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Th
         String::new()
     };
     let dot = theme.dot();
-    let title = format!(
-        " {marked}{id}{dot}{} steps{failed}{dot}{axis} ",
-        trace.steps.len()
-    );
-    let block = theme.block(title, detail.focus == Focus::Steps);
+    let title = format!(" {marked}{id}{dot}{} steps{failed} ", trace.steps.len());
+    let block = theme
+        .block(title, detail.focus == Focus::Steps)
+        .title_bottom(format!(" {axis} "));
     let inner = block.inner(left);
     frame.render_widget(block, left);
     let height = usize::from(inner.height.saturating_sub(1));
     let source_line = Line::from(vec![
-        Span::styled("source ", theme.style(Role::Dim)),
         Span::raw(escape_line(&trace.trace.source, 60)),
         Span::styled(
             trace
                 .trace
                 .started_at
                 .as_ref()
-                .map(|t| format!("  {}", format_time(t)))
+                .map(|t| format!("{dot}{}", format_time(t)))
                 .unwrap_or_default(),
             theme.style(Role::Dim),
         ),
     ]);
     let first = window(&detail.step_scroll, detail.step, height, trace.steps.len());
     let width = usize::from(inner.width);
-    let name_width = (width / 3).clamp(6, 28);
+    let name_width = (width / 3).clamp(8, 28);
     let bar_width = width.saturating_sub(1 + 4 + name_width + 1 + 8 + 1);
     let mut lines = vec![source_line];
     for (i, step) in trace.steps.iter().enumerate().skip(first).take(height) {
@@ -810,6 +811,7 @@ fn render_compare(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &T
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let height = usize::from(inner.height);
+        let name_width = usize::from(inner.width).saturating_sub(15).clamp(4, 40);
         let first = if i == 0 {
             window(&compare.scroll, compare.cursor, height, len)
         } else {
@@ -821,7 +823,7 @@ fn render_compare(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &T
             let marker = if selected { theme.selector() } else { " " };
             let Some(step) = trace.steps.get(row) else {
                 lines.push(Line::styled(
-                    format!("{marker}{row:>3} (no step)"),
+                    format!("{marker} {row:>3} (no step)"),
                     theme.style(Role::Dim),
                 ));
                 continue;
@@ -853,9 +855,12 @@ fn render_compare(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &T
             }
             lines.push(Line::styled(
                 format!(
-                    "{marker}{flag}{:>3} {:<24} {duration:>8}",
+                    "{marker}{flag}{:>3} {:<name_width$} {duration:>8}",
                     step.step_index,
-                    escape_line(&step.tool_name, 24)
+                    escape_line(&step.tool_name, 200)
+                        .chars()
+                        .take(name_width)
+                        .collect::<String>()
                 ),
                 style,
             ));
@@ -948,13 +953,13 @@ fn render_tools(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &The
     let widths = [
         Constraint::Length(1),
         Constraint::Fill(1),
-        Constraint::Length(9),
-        Constraint::Length(bar as u16),
         Constraint::Length(7),
+        Constraint::Length(bar as u16),
+        Constraint::Length(6),
         Constraint::Length(5),
         Constraint::Length(err_bar as u16),
-        Constraint::Length(8),
-        Constraint::Length(8),
+        Constraint::Length(7),
+        Constraint::Length(7),
         Constraint::Length(bar as u16),
     ];
     frame.render_widget(
@@ -1055,7 +1060,13 @@ fn render_documents(
             .map(|l| Line::styled(l.text, tone_style(theme, l.tone)))
             .collect()
     };
-    frame.render_widget(Paragraph::new(lines).block(block), right);
+    let paragraph = Paragraph::new(lines).block(block);
+    let paragraph = if docs.raw {
+        paragraph
+    } else {
+        paragraph.wrap(Wrap { trim: false })
+    };
+    frame.render_widget(paragraph, right);
 }
 
 fn tone_style(theme: &Theme, tone: Tone) -> Style {
@@ -1069,7 +1080,7 @@ fn tone_style(theme: &Theme, tone: Tone) -> Style {
 }
 
 fn render_patterns(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Theme) {
-    let arrow = if theme.ascii { ">" } else { "→" };
+    let arrow = if theme.ascii { " > " } else { " → " };
     render_documents(
         frame,
         area,
