@@ -1,5 +1,8 @@
 //! Integration tests of the TUI crate.
 
+// Test helpers outside #[test] functions unwrap too, and the skip notice goes to stderr.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
 use std::path::PathBuf;
 
 /// The shared real-trace datasets, `../shared/datasets` beside the workspace root (or
@@ -25,3 +28,6 @@ pub fn shared_datasets() -> Option<PathBuf> {
     eprintln!("skipping: no shared datasets at {}", dir.display());
     None
 }
+
+mod browse;
+mod fixture;
