@@ -14,6 +14,7 @@ mod output;
 mod progress;
 mod store;
 mod traces;
+mod tui;
 
 /// Record agent tool calls, mine the sequences they repeat, and run them as replay-verified
 /// flows.
@@ -112,6 +113,8 @@ pub enum Command {
     /// Inspect stored traces: list, show, stats, export, convert.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
+    /// Browse traces, tools, patterns and candidates in the terminal.
+    Tui(tui::TuiArgs),
     /// Generate synthetic agent traffic with planted flows.
     #[command(subcommand)]
     Datasets(datasets::DatasetsCommand),
@@ -194,5 +197,6 @@ fn run(mut cli: Cli) -> anyhow::Result<u8> {
         Command::Candidates(command) => mine::run_candidates(command, global),
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
+        Command::Tui(args) => tui::run(args, global),
     }
 }
