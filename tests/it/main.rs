@@ -2,6 +2,7 @@
 
 mod cli;
 mod executor;
+mod tui;
 
 use std::path::PathBuf;
 
