@@ -1,5 +1,9 @@
 //! The command line: one module a command, errors mapped to exit codes in one place.
 
+pub mod flows;
+pub mod replay;
+pub mod run;
+
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -59,7 +63,14 @@ pub enum OutputFormat {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {}
+pub enum Command {
+    /// Run a flow file (or a registered flow) with command tools.
+    Run(run::RunArgs),
+    /// Validate flow files; list, show and register flows in the store.
+    Flows(flows::FlowsArgs),
+    /// Replay a saved execution result and compare it step by step.
+    Replay(replay::ReplayArgs),
+}
 
 /// A failure the user can act on, with the exit code it maps to and an optional hint.
 #[derive(Debug)]
@@ -110,6 +121,10 @@ impl std::fmt::Display for Failure {
 impl std::error::Error for Failure {}
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
-    let _ = &cli.global;
-    match cli.command {}
+    let global = &cli.global;
+    match cli.command {
+        Command::Run(args) => run::run(args, global),
+        Command::Flows(args) => flows::run(args, global),
+        Command::Replay(args) => replay::run(args, global),
+    }
 }
