@@ -35,8 +35,8 @@ pub enum FlowsCommand {
     /// Show one registered flow (the newest active version unless --version).
     Show {
         name: String,
-        #[arg(long)]
-        version: Option<String>,
+        #[arg(long, value_name = "VERSION")]
+        flow_version: Option<String>,
     },
     /// Register a flow file in the store (compiled first when --tools is given).
     Register {
@@ -162,10 +162,10 @@ pub fn run(args: FlowsArgs, global: &Global) -> anyhow::Result<u8> {
             }
             Ok(exit::OK)
         }
-        FlowsCommand::Show { name, version } => {
+        FlowsCommand::Show { name, flow_version } => {
             let registry = open_registry(global)?;
             let flow = registry
-                .resolve(&name, version.as_deref())
+                .resolve(&name, flow_version.as_deref())
                 .map_err(lib_failure)?;
             if global.format == OutputFormat::Json {
                 serde_json::to_writer_pretty(&mut out, flow)?;

@@ -23,8 +23,8 @@ pub struct RunArgs {
     /// flow registered in the store.
     pub flow: String,
     /// With a registered flow name: the version to run (default: the newest active one).
-    #[arg(long)]
-    pub version: Option<String>,
+    #[arg(long, value_name = "VERSION")]
+    pub flow_version: Option<String>,
     /// The flow's initial input: a JSON object, or `@FILE` to read it from a file.
     #[arg(long, default_value = "{}")]
     pub input: String,
@@ -213,7 +213,7 @@ fn write_result(result: &ExecutionResult, global: &Global) -> anyhow::Result<()>
 /// Run the command.
 pub fn run(args: RunArgs, global: &Global) -> anyhow::Result<u8> {
     let tools = load_tools(&args.tools)?;
-    let flow = load_flow_arg(&args.flow, args.version.as_deref(), global)?;
+    let flow = load_flow_arg(&args.flow, args.flow_version.as_deref(), global)?;
     compile_flow(&flow, &tools)
         .into_result()
         .map_err(lib_failure)?;

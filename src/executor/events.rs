@@ -28,7 +28,7 @@ pub enum FlowEvent {
     },
     StepEnd {
         trace_id: String,
-        record: StepRecord,
+        record: Box<StepRecord>,
     },
     FlowEnd {
         trace_id: String,

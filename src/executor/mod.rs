@@ -480,7 +480,7 @@ impl FlowExecutor {
             };
             emit(FlowEvent::StepEnd {
                 trace_id: trace_id.clone(),
-                record: record.clone(),
+                record: Box::new(record.clone()),
             });
             return Ok(finish(false, None, vec![record], input));
         }
@@ -522,7 +522,6 @@ impl FlowExecutor {
                     let secrets = &secrets;
                     let progress = &progress;
                     let trace_id = &trace_id;
-                    let started_at = started_at;
                     let input = &input;
                     async move {
                         let outcome = self
@@ -725,7 +724,7 @@ impl FlowExecutor {
         record.duration_ms = millis(clock.elapsed());
         emit(FlowEvent::StepEnd {
             trace_id: trace_id.to_string(),
-            record: record.clone(),
+            record: Box::new(record.clone()),
         });
         StepOutcome {
             record,

@@ -280,6 +280,7 @@ struct Checker {
 }
 
 impl Checker {
+    #[allow(clippy::too_many_arguments)]
     fn push(
         &mut self,
         code: &str,

@@ -25,9 +25,9 @@ fn run(executor: &FlowExecutor, flow_value: Value, input: Value) -> ExecutionRes
 #[test]
 fn mappings_read_keys_pointers_and_literals() {
     let executor = FlowExecutor::new(registry(vec![echo("echo")]));
-    let result = run(
-        &executor,
-        json!({"name": "m", "steps": [{"tool_name": "echo", "input_mapping": {
+    // Parsed from text so the literal 10.50 keeps its exact spelling.
+    let definition: Value = serde_json::from_str(
+        r#"{"name": "m", "steps": [{"tool_name": "echo", "input_mapping": {
             "plain": "user_id",
             "city": "/user/address/city",
             "second_tag": "/user/tags/1",
@@ -36,16 +36,22 @@ fn mappings_read_keys_pointers_and_literals() {
             "flag": false,
             "nothing": null,
             "list": [1, "a"]
-        }}]}),
+        }}]}"#,
+    )
+    .unwrap();
+    let result = run(
+        &executor,
+        definition,
         json!({"user_id": 7, "user": {"address": {"city": "Oslo"}, "tags": ["a", "b"]}, "odd/key": "slash"}),
     );
     assert!(result.success, "{result:?}");
     let got = &result.execution_log[0].outputs.as_ref().unwrap()["got"];
-    assert_eq!(
-        got,
-        &json!({"plain": 7, "city": "Oslo", "second_tag": "b", "escaped": "slash", "limit": 10.50,
-                "flag": false, "nothing": null, "list": [1, "a"]})
-    );
+    let expected: Value = serde_json::from_str(
+        r#"{"plain": 7, "city": "Oslo", "second_tag": "b", "escaped": "slash", "limit": 10.50,
+            "flag": false, "nothing": null, "list": [1, "a"]}"#,
+    )
+    .unwrap();
+    assert_eq!(got, &expected);
     // The literal keeps its exact number text.
     assert!(serde_json::to_string(got).unwrap().contains("10.50"));
 }

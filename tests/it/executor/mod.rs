@@ -1,6 +1,9 @@
 //! Executor tests: tools, mappings, error policies, compile checks, cache, checkpoints, DAG
 //! concurrency, streaming, replay, chain tools, and the CLI end to end with command tools.
 
+// Helpers outside `#[test]` functions panic on broken fixtures on purpose.
+#![allow(clippy::unwrap_used)]
+
 mod chain;
 mod cli;
 mod compile;

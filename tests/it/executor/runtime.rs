@@ -180,7 +180,7 @@ fn a_dag_level_of_8_sleeping_async_tools_runs_concurrently() {
         .unwrap();
     let executor = FlowExecutor::new(registry(vec![sleeper, collect]));
     let mut steps: Vec<serde_json::Value> = (0..8)
-        .map(|i| json!({"step_id": format!("s{i}"), "tool_name": "sleep200", "input_mapping": {"key": format!("k{i}")}}))
+        .map(|i| json!({"step_id": format!("s{i}"), "tool_name": "sleep200", "input_templates": {"key": format!("k{i}")}}))
         .collect();
     steps.push(json!({"step_id": "all", "tool_name": "collect",
         "depends_on": (0..8).map(|i| format!("s{i}")).collect::<Vec<_>>()}));
