@@ -44,19 +44,25 @@ pub type EventSender = tokio::sync::mpsc::UnboundedSender<FlowEvent>;
 #[derive(Debug)]
 pub struct FlowEventStream {
     pub(crate) receiver: tokio::sync::mpsc::UnboundedReceiver<FlowEvent>,
-    pub(crate) worker: Option<std::thread::JoinHandle<()>>,
+    pub(crate) worker: Option<std::thread::JoinHandle<crate::error::Result<ExecutionResult>>>,
 }
 
 impl FlowEventStream {
     /// The next event, waiting for it; `None` once the run is over.
     pub fn next_event(&mut self) -> Option<FlowEvent> {
-        let event = self.receiver.blocking_recv();
-        if event.is_none()
-            && let Some(worker) = self.worker.take()
-        {
-            let _ = worker.join();
+        self.receiver.blocking_recv()
+    }
+
+    /// Wait for the run to end (dropping events not yet read) and return its result, or the
+    /// error that stopped it before it started (unknown tool, cycle, ...).
+    pub fn finish(mut self) -> crate::error::Result<ExecutionResult> {
+        while self.receiver.blocking_recv().is_some() {}
+        match self.worker.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            _ => Err(crate::error::Error::Runtime(
+                "the streaming run's thread stopped".into(),
+            )),
         }
-        event
     }
 }
 

@@ -258,8 +258,8 @@ impl FlowExecutor {
     }
 
     /// Run a flow on a background thread and return its events as a blocking iterator. The
-    /// last event is `flow_end` (or an error ends the stream early; run errors such as an
-    /// unknown tool surface as a `flow_end` with a failed `step_end` only when a step ran).
+    /// last event is `flow_end`; a run that cannot start (unknown tool, cycle) sends no event,
+    /// and [`FlowEventStream::finish`] returns its error.
     pub fn stream_flow(
         &self,
         flow: FlowDefinition,
@@ -271,13 +271,7 @@ impl FlowExecutor {
         let worker = std::thread::Builder::new()
             .name("chainweaver-stream".into())
             .spawn(move || {
-                let _ = executor.block_on(executor.run_core(
-                    &flow,
-                    input,
-                    &options,
-                    None,
-                    Some(&sender),
-                ));
+                executor.block_on(executor.run_core(&flow, input, &options, None, Some(&sender)))?
             })
             .map_err(|err| Error::Runtime(err.to_string()))?;
         Ok(FlowEventStream {

@@ -271,6 +271,14 @@ fn stream_flow_sends_events_in_order() {
         unreachable!()
     };
     assert_eq!(result.final_output.as_ref().unwrap()["sum"], json!(4.0));
+
+    // A run that cannot start sends nothing and says why.
+    let broken = flow(json!({"name": "st", "steps": [{"tool_name": "ghost"}]}));
+    let mut stream = executor
+        .stream_flow(broken, obj(json!({})), RunOptions::default())
+        .unwrap();
+    assert!(stream.next_event().is_none());
+    assert_eq!(stream.finish().unwrap_err().code(), "unknown_tool");
 }
 
 #[tokio::test]
