@@ -19,6 +19,9 @@ pub enum RecorderError {
     },
     #[error("Parquet store {path}: {message}")]
     Parquet { path: PathBuf, message: String },
+    /// Data read back from a store is not what the store writes (a damaged or foreign file).
+    #[error("store {path}: corrupt data: {message}")]
+    CorruptStore { path: PathBuf, message: String },
     #[error(
         "store {path} has schema version {found}, newer than this build understands ({supported})"
     )]

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
 
 #[cfg(feature = "parquet")]
@@ -127,6 +127,21 @@ pub struct StepColumns {
 /// touched by a failed append. A trace appended again (same id) updates its trace row (the
 /// recorder writes a trace when it starts and again when it ends); steps are identified by
 /// (trace id, step index) and a second copy of a stored step is skipped and counted.
+///
+/// Both backends share these rules:
+/// - A trace appended again is merged into the stored one by [`merge_trace`]: every optional
+///   field the new copy sets wins, unset ones keep the stored value, a non-empty `source` wins,
+///   and metadata keys are merged (new values win, stored keys keep their position). The same
+///   id twice in one batch merges in batch order.
+/// - A step must belong to a trace that is in the same batch or already stored; otherwise the
+///   whole append fails with [`RecorderError::InvalidStep`](crate::RecorderError::InvalidStep).
+///   A step with a non-finite `duration_ms`, or a timestamp outside what 64-bit nanoseconds
+///   since 1970 hold (years 1677 to 2262), fails the append the same way.
+/// - The first copy of a (trace id, step index) wins, also within one batch.
+/// - Listings break ties by storage order, in the direction asked, so a descending listing is
+///   exactly the ascending one reversed. Missing values (`started_at`, duration) sort first in
+///   ascending order.
+/// - [`TraceStore::step_columns`] returns every step of every trace matching the filter.
 pub trait TraceStore: Send {
     /// Store traces and steps as one atomic batch.
     fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats>;
@@ -159,6 +174,101 @@ pub trait TraceStore: Send {
 
     /// Remove a document; true when one was there.
     fn delete_document(&mut self, kind: &str, key: &str) -> Result<bool>;
+}
+
+/// Merge a trace appended again into the stored copy (the upsert rule of [`TraceStore`]).
+pub fn merge_trace(stored: &mut ObservedTrace, update: &ObservedTrace) {
+    if update.session_id.is_some() {
+        stored.session_id.clone_from(&update.session_id);
+    }
+    if !update.source.is_empty() {
+        stored.source.clone_from(&update.source);
+    }
+    if update.agent.is_some() {
+        stored.agent.clone_from(&update.agent);
+    }
+    if update.started_at.is_some() {
+        stored.started_at = update.started_at;
+    }
+    if update.ended_at.is_some() {
+        stored.ended_at = update.ended_at;
+    }
+    for (key, value) in &update.metadata {
+        // With `preserve_order`, inserting an existing key keeps its position.
+        stored.metadata.insert(key.clone(), value.clone());
+    }
+}
+
+/// A timestamp as nanoseconds since the Unix epoch, `None` when out of the i64 range.
+pub(crate) fn timestamp_nanos(at: &Timestamp) -> Option<i64> {
+    at.timestamp_nanos_opt()
+}
+
+/// The timestamp `nanos` nanoseconds after the Unix epoch.
+pub(crate) fn timestamp_from_nanos(nanos: i64) -> Timestamp {
+    chrono::DateTime::from_timestamp_nanos(nanos)
+}
+
+/// A trace's duration as listings report it: `ended_at - started_at` when both are known, else
+/// the sum of its step durations (`None` when no step has one).
+pub(crate) fn summary_duration_ms(
+    started_at: Option<i64>,
+    ended_at: Option<i64>,
+    step_duration_sum: Option<f64>,
+) -> Option<f64> {
+    match (started_at, ended_at) {
+        // The same arithmetic SQLite does: an integer difference, then a float division.
+        (Some(start), Some(end)) => Some(end.wrapping_sub(start) as f64 / 1_000_000.0),
+        _ => step_duration_sum,
+    }
+}
+
+/// Check what both backends refuse before anything is written: timestamps that 64-bit
+/// nanoseconds cannot hold and non-finite durations.
+pub(crate) fn validate_batch(traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<()> {
+    for trace in traces {
+        for (name, at) in [
+            ("started_at", &trace.started_at),
+            ("ended_at", &trace.ended_at),
+        ] {
+            if let Some(at) = at
+                && timestamp_nanos(at).is_none()
+            {
+                return Err(RecorderError::InvalidTrace {
+                    trace_id: trace.trace_id.clone(),
+                    message: format!("{name} {at} is outside the storable range (1677..2262)"),
+                });
+            }
+        }
+    }
+    for step in steps {
+        let invalid = |message: String| RecorderError::InvalidStep {
+            trace_id: step.trace_id.clone(),
+            step_index: step.step_index,
+            message,
+        };
+        for (name, at) in [
+            ("started_at", &step.started_at),
+            ("ended_at", &step.ended_at),
+            ("recorded_at", &step.recorded_at),
+        ] {
+            if let Some(at) = at
+                && timestamp_nanos(at).is_none()
+            {
+                return Err(invalid(format!(
+                    "{name} {at} is outside the storable range (1677..2262)"
+                )));
+            }
+        }
+        if let Some(duration) = step.duration_ms
+            && !duration.is_finite()
+        {
+            return Err(invalid(format!(
+                "duration_ms {duration} is not a finite number"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Copy every trace and step from `from` into `to`, in batches of about `batch_steps` steps.

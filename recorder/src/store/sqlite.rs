@@ -1,64 +1,991 @@
-//! Placeholder: the SqliteStore backend.
+//! The SQLite backend: the embedded default store, one file.
+//!
+//! Layout (schema version [`SCHEMA_VERSION`], kept in `PRAGMA user_version`):
+//! - `traces`: one row per trace; the integer primary key `id` is the storage order. Besides the
+//!   trace fields it keeps running counters over its steps (`step_count`, `error_count`,
+//!   `step_duration_ms`) so listings sort and filter without scanning steps.
+//! - `tools`: interned tool names; steps refer to them by id.
+//! - `steps`: one row per step, keyed by `(trace_key, step_index)`, with inputs, outputs and
+//!   metadata as exact JSON text.
+//! - `documents`: JSON documents by `(kind, key)`.
+//! - `step_rows`: a view joining steps with their trace id and tool name, for ad-hoc SQL.
+//!
+//! Timestamps are i64 nanoseconds since the Unix epoch (UTC). JSON is written with
+//! `serde_json::to_string` and read back with `from_str`, so key order and number text survive.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+use serde_json::{Map, Value};
 
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use crate::store::{
-    AppendStats, PageRequest, StepColumns, StoreCounts, TraceFilter, TracePage, TraceStore,
+    AppendStats, PageRequest, StepColumns, StoreCounts, TraceFilter, TracePage, TraceSort,
+    TraceStore, TraceSummary, merge_trace, timestamp_from_nanos, timestamp_nanos, validate_batch,
 };
 
-/// A store backend (not yet written).
+/// The schema migrations, applied in order; migration `i` brings the store to version `i + 1`.
+/// Never edit a released migration: append a new one.
+const MIGRATIONS: &[&str] = &[
+    // Version 1: traces, tools, steps, documents.
+    r#"
+CREATE TABLE traces (
+    id               INTEGER PRIMARY KEY,
+    trace_id         TEXT    NOT NULL UNIQUE,
+    session_id       TEXT,
+    source           TEXT    NOT NULL,
+    agent            TEXT,
+    started_at       INTEGER,
+    ended_at         INTEGER,
+    metadata         TEXT    NOT NULL,
+    step_count       INTEGER NOT NULL DEFAULT 0,
+    error_count      INTEGER NOT NULL DEFAULT 0,
+    step_duration_ms REAL
+);
+CREATE INDEX traces_started_at ON traces (started_at);
+CREATE INDEX traces_source ON traces (source);
+CREATE INDEX traces_with_errors ON traces (error_count) WHERE error_count > 0;
+
+CREATE TABLE tools (
+    id   INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+
+CREATE TABLE steps (
+    id            INTEGER PRIMARY KEY,
+    trace_key     INTEGER NOT NULL REFERENCES traces (id),
+    step_index    INTEGER NOT NULL,
+    call_id       TEXT,
+    tool_id       INTEGER NOT NULL REFERENCES tools (id),
+    inputs        TEXT    NOT NULL,
+    outputs       TEXT,
+    error_type    TEXT,
+    error_message TEXT,
+    started_at    INTEGER,
+    ended_at      INTEGER,
+    duration_ms   REAL,
+    recorded_at   INTEGER,
+    metadata      TEXT    NOT NULL,
+    is_error      INTEGER NOT NULL,
+    UNIQUE (trace_key, step_index)
+);
+CREATE INDEX steps_tool ON steps (tool_id, trace_key);
+CREATE INDEX steps_started_at ON steps (started_at);
+CREATE INDEX steps_failed ON steps (trace_key) WHERE is_error = 1;
+
+CREATE TABLE documents (
+    kind       TEXT    NOT NULL,
+    key        TEXT    NOT NULL,
+    json       TEXT    NOT NULL,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (kind, key)
+) WITHOUT ROWID;
+
+CREATE VIEW step_rows AS
+SELECT t.trace_id, s.step_index, s.call_id, tools.name AS tool_name, s.inputs, s.outputs,
+       s.error_type, s.error_message, s.started_at, s.ended_at, s.duration_ms, s.recorded_at,
+       s.metadata, s.is_error
+FROM steps s
+JOIN traces t ON t.id = s.trace_key
+JOIN tools ON tools.id = s.tool_id;
+"#,
+];
+
+/// The schema version this build writes and understands.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The trace columns every trace query selects, in [`TraceRow`] order (table alias `t`).
+const TRACE_COLUMNS: &str = "t.id, t.trace_id, t.session_id, t.source, t.agent, t.started_at, \
+                             t.ended_at, t.metadata";
+
+/// The step columns every step query selects, in [`StepRow`] order (aliases `s`, `tools`).
+const STEP_COLUMNS: &str = "s.trace_key, s.step_index, s.call_id, tools.name, s.inputs, \
+                            s.outputs, s.error_type, s.error_message, s.started_at, s.ended_at, \
+                            s.duration_ms, s.recorded_at, s.metadata";
+
+/// A trace's duration in SQL, the same rule as [`crate::store::summary_duration_ms`].
+const DURATION_SQL: &str = "CASE WHEN t.started_at IS NOT NULL AND t.ended_at IS NOT NULL \
+                            THEN (t.ended_at - t.started_at) / 1000000.0 \
+                            ELSE t.step_duration_ms END";
+
+/// A [`TraceStore`] in one SQLite file.
+///
+/// The connection runs in WAL mode with `synchronous=FULL` (every committed append survives a
+/// power loss), foreign keys on and a busy timeout so several processes can share the file.
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
+    conn: Connection,
+    /// Committed tool name -> id. Tool rows are never deleted, so a cached id stays valid even
+    /// when other processes write to the same file.
+    tool_ids: HashMap<String, i64>,
 }
 
-impl SqliteStore {
-    /// Open or create the store at `path`.
-    pub fn open(path: &Path) -> Result<Self> {
+/// A trace row as stored, before its JSON is parsed.
+struct TraceRow {
+    key: i64,
+    trace_id: String,
+    session_id: Option<String>,
+    source: String,
+    agent: Option<String>,
+    started_at: Option<i64>,
+    ended_at: Option<i64>,
+    metadata: String,
+}
+
+impl TraceRow {
+    /// Read [`TRACE_COLUMNS`] starting at column `first`.
+    fn read(row: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Self> {
         Ok(Self {
-            path: path.to_path_buf(),
+            key: row.get(first)?,
+            trace_id: row.get(first + 1)?,
+            session_id: row.get(first + 2)?,
+            source: row.get(first + 3)?,
+            agent: row.get(first + 4)?,
+            started_at: row.get(first + 5)?,
+            ended_at: row.get(first + 6)?,
+            metadata: row.get(first + 7)?,
         })
     }
 
-    fn missing(&self) -> RecorderError {
-        RecorderError::Parquet {
-            path: self.path.clone(),
-            message: "not implemented".into(),
+    fn into_trace(self, path: &Path) -> Result<ObservedTrace> {
+        let metadata = parse_metadata(path, &self.metadata, || {
+            format!("metadata of trace {}", self.trace_id)
+        })?;
+        Ok(ObservedTrace {
+            trace_id: self.trace_id,
+            session_id: self.session_id,
+            source: self.source,
+            agent: self.agent,
+            started_at: self.started_at.map(timestamp_from_nanos),
+            ended_at: self.ended_at.map(timestamp_from_nanos),
+            metadata,
+        })
+    }
+}
+
+/// A step row as stored, before its JSON is parsed.
+struct StepRow {
+    trace_key: i64,
+    step_index: i64,
+    call_id: Option<String>,
+    tool_name: String,
+    inputs: String,
+    outputs: Option<String>,
+    error_type: Option<String>,
+    error_message: Option<String>,
+    started_at: Option<i64>,
+    ended_at: Option<i64>,
+    duration_ms: Option<f64>,
+    recorded_at: Option<i64>,
+    metadata: String,
+}
+
+impl StepRow {
+    /// Read [`STEP_COLUMNS`] starting at column 0.
+    fn read(row: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Self {
+            trace_key: row.get(0)?,
+            step_index: row.get(1)?,
+            call_id: row.get(2)?,
+            tool_name: row.get(3)?,
+            inputs: row.get(4)?,
+            outputs: row.get(5)?,
+            error_type: row.get(6)?,
+            error_message: row.get(7)?,
+            started_at: row.get(8)?,
+            ended_at: row.get(9)?,
+            duration_ms: row.get(10)?,
+            recorded_at: row.get(11)?,
+            metadata: row.get(12)?,
+        })
+    }
+
+    fn into_step(self, path: &Path, trace_id: &str) -> Result<ObservedStep> {
+        let step_index =
+            u32::try_from(self.step_index).map_err(|_| RecorderError::CorruptStore {
+                path: path.to_path_buf(),
+                message: format!(
+                    "trace {trace_id}: step index {} out of range",
+                    self.step_index
+                ),
+            })?;
+        let what = |column: &str| format!("{column} of trace {trace_id}, step {step_index}");
+        let inputs = parse_json(path, &self.inputs, || what("inputs"))?;
+        let outputs = match &self.outputs {
+            Some(text) => Some(parse_json(path, text, || what("outputs"))?),
+            None => None,
+        };
+        let metadata = parse_metadata(path, &self.metadata, || what("metadata"))?;
+        Ok(ObservedStep {
+            trace_id: trace_id.to_owned(),
+            step_index,
+            call_id: self.call_id,
+            tool_name: self.tool_name,
+            inputs,
+            outputs,
+            error_type: self.error_type,
+            error_message: self.error_message,
+            started_at: self.started_at.map(timestamp_from_nanos),
+            ended_at: self.ended_at.map(timestamp_from_nanos),
+            duration_ms: self.duration_ms,
+            recorded_at: self.recorded_at.map(timestamp_from_nanos),
+            metadata,
+        })
+    }
+}
+
+fn parse_json(path: &Path, text: &str, what: impl FnOnce() -> String) -> Result<Value> {
+    serde_json::from_str(text).map_err(|e| RecorderError::CorruptStore {
+        path: path.to_path_buf(),
+        message: format!("{} is not valid JSON: {e}", what()),
+    })
+}
+
+fn parse_metadata(
+    path: &Path,
+    text: &str,
+    what: impl FnOnce() -> String,
+) -> Result<Map<String, Value>> {
+    serde_json::from_str(text).map_err(|e| RecorderError::CorruptStore {
+        path: path.to_path_buf(),
+        message: format!("{} is not a JSON object: {e}", what()),
+    })
+}
+
+fn json_text(value: &Value) -> String {
+    // Serializing a `Value` to a string cannot fail: its map keys are strings and it holds no
+    // non-finite floats. `Display` is the same compact serialization.
+    value.to_string()
+}
+
+fn metadata_text(metadata: &Map<String, Value>) -> String {
+    if metadata.is_empty() {
+        return "{}".to_owned();
+    }
+    // Serializing a map of `Value`s writes the same text as `to_string` of the object.
+    serde_json::to_string(metadata).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// Per-trace counter changes of one append.
+#[derive(Default)]
+struct CounterDelta {
+    steps: i64,
+    errors: i64,
+    duration_ms: Option<f64>,
+}
+
+impl SqliteStore {
+    /// Open the store at `path`, creating the file and its schema when missing and migrating an
+    /// older schema. A store written by a newer build fails with
+    /// [`RecorderError::SchemaTooNew`] and is left untouched.
+    pub fn open(path: &Path) -> Result<Self> {
+        let sql_err = |source| RecorderError::Sqlite {
+            path: path.to_path_buf(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(sql_err)?;
+        conn.busy_timeout(Duration::from_secs(30))
+            .map_err(sql_err)?;
+        let found: i64 = conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(sql_err)?;
+        if found > SCHEMA_VERSION {
+            return Err(RecorderError::SchemaTooNew {
+                path: path.to_path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
         }
+        // WAL lets readers (the TUI) work while a writer appends. `synchronous=FULL` syncs the
+        // WAL on every commit: a committed append survives a crash of the process or the
+        // machine. Appends are batched, so the cost is one fsync per batch.
+        let _mode: String = conn
+            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
+            .map_err(sql_err)?;
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(sql_err)?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let mut store = Self {
+            path: path.to_path_buf(),
+            conn,
+            tool_ids: HashMap::new(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// The file this store lives in.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version of the open file.
+    pub fn schema_version(&self) -> Result<i64> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(|e| self.sql_err(e))
+    }
+
+    fn sql_err(&self, source: rusqlite::Error) -> RecorderError {
+        RecorderError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Apply the migrations this file lacks, all in one transaction.
+    fn migrate(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let sql_err = |source| RecorderError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql_err)?;
+        // Read again inside the write lock: another process may have migrated meanwhile.
+        let found: i64 = tx
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .map_err(sql_err)?;
+        if found > SCHEMA_VERSION {
+            return Err(RecorderError::SchemaTooNew {
+                path: path.clone(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if found == SCHEMA_VERSION {
+            return Ok(());
+        }
+        let first = usize::try_from(found).unwrap_or(0);
+        for migration in &MIGRATIONS[first..] {
+            tx.execute_batch(migration).map_err(sql_err)?;
+        }
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(sql_err)?;
+        tx.commit().map_err(sql_err)
+    }
+
+    /// The SQL condition (over alias `t`) and parameters for a filter. `None` when the filter
+    /// cannot match anything (an unknown tool).
+    fn filter_sql(&self, filter: &TraceFilter) -> Result<Option<(String, Vec<SqlValue>)>> {
+        let mut clauses: Vec<String> = Vec::new();
+        let mut values: Vec<SqlValue> = Vec::new();
+        if let Some(tool) = &filter.tool {
+            let id: Option<i64> = self
+                .conn
+                .prepare_cached("SELECT id FROM tools WHERE name = ?1")
+                .and_then(|mut stmt| stmt.query_row([tool], |row| row.get(0)).optional())
+                .map_err(|e| self.sql_err(e))?;
+            let Some(id) = id else { return Ok(None) };
+            clauses.push(format!(
+                "EXISTS (SELECT 1 FROM steps s WHERE s.tool_id = {id} AND s.trace_key = t.id)"
+            ));
+        }
+        if let Some(needle) = &filter.tool_contains {
+            // Matched in Rust over the (small) interned tool table: Unicode-aware case folding,
+            // which SQLite's LIKE lacks, and no wildcard escaping.
+            let needle = needle.to_lowercase();
+            let mut ids = Vec::new();
+            let mut stmt = self
+                .conn
+                .prepare_cached("SELECT id, name FROM tools")
+                .map_err(|e| self.sql_err(e))?;
+            let rows = stmt
+                .query_map([], |row| {
+                    Ok((row.get::<_, i64>(0)?, row.get::<_, String>(1)?))
+                })
+                .map_err(|e| self.sql_err(e))?;
+            for row in rows {
+                let (id, name) = row.map_err(|e| self.sql_err(e))?;
+                if name.to_lowercase().contains(&needle) {
+                    ids.push(id.to_string());
+                }
+            }
+            if ids.is_empty() {
+                return Ok(None);
+            }
+            clauses.push(format!(
+                "EXISTS (SELECT 1 FROM steps s WHERE s.tool_id IN ({}) AND s.trace_key = t.id)",
+                ids.join(",")
+            ));
+        }
+        if let Some(source) = &filter.source {
+            clauses.push("t.source = ?".into());
+            values.push(SqlValue::Text(source.clone()));
+        }
+        if let Some(since) = &filter.since {
+            match timestamp_nanos(since) {
+                Some(nanos) => {
+                    clauses.push("t.started_at >= ?".into());
+                    values.push(SqlValue::Integer(nanos));
+                }
+                // Before 1677: every stored start qualifies; after 2262: none does.
+                None if since.timestamp() > 0 => return Ok(None),
+                None => clauses.push("t.started_at IS NOT NULL".into()),
+            }
+        }
+        if let Some(until) = &filter.until {
+            match timestamp_nanos(until) {
+                Some(nanos) => {
+                    clauses.push("t.started_at < ?".into());
+                    values.push(SqlValue::Integer(nanos));
+                }
+                None if until.timestamp() > 0 => clauses.push("t.started_at IS NOT NULL".into()),
+                None => return Ok(None),
+            }
+        }
+        match filter.has_error {
+            Some(true) => clauses.push("t.error_count > 0".into()),
+            Some(false) => clauses.push("t.error_count = 0".into()),
+            None => {}
+        }
+        if let Some(min) = filter.min_duration_ms {
+            if min.is_nan() {
+                return Ok(None);
+            }
+            clauses.push(format!("({DURATION_SQL}) >= ?"));
+            values.push(SqlValue::Real(min));
+        }
+        let condition = if clauses.is_empty() {
+            "1".to_owned()
+        } else {
+            clauses.join(" AND ")
+        };
+        Ok(Some((condition, values)))
+    }
+
+    /// Read the steps of the trace with row key `key`, in step order.
+    fn steps_of(&self, key: i64, trace_id: &str) -> Result<Vec<ObservedStep>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {STEP_COLUMNS} FROM steps s JOIN tools ON tools.id = s.tool_id \
+                 WHERE s.trace_key = ?1 ORDER BY s.step_index"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map([key], StepRow::read)
+            .map_err(|e| self.sql_err(e))?;
+        let mut steps = Vec::new();
+        for row in rows {
+            steps.push(
+                row.map_err(|e| self.sql_err(e))?
+                    .into_step(&self.path, trace_id)?,
+            );
+        }
+        Ok(steps)
     }
 }
 
 impl TraceStore for SqliteStore {
-    fn append(&mut self, _: &[ObservedTrace], _: &[ObservedStep]) -> Result<AppendStats> {
-        Err(self.missing())
+    fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats> {
+        validate_batch(traces, steps)?;
+        let Self {
+            path,
+            conn,
+            tool_ids,
+        } = self;
+        let sql_err = |source| RecorderError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let mut stats = AppendStats::default();
+        let mut new_tools: HashMap<String, i64> = HashMap::new();
+        // Dropping `tx` without commit (any `?` below) rolls the whole batch back.
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql_err)?;
+        {
+            let mut trace_keys: HashMap<&str, i64> = HashMap::new();
+            let mut select_trace = tx
+                .prepare_cached(&format!(
+                    "SELECT {TRACE_COLUMNS} FROM traces t WHERE t.trace_id = ?1"
+                ))
+                .map_err(sql_err)?;
+            let mut insert_trace = tx
+                .prepare_cached(
+                    "INSERT INTO traces (trace_id, session_id, source, agent, started_at, \
+                     ended_at, metadata) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(sql_err)?;
+            let mut update_trace = tx
+                .prepare_cached(
+                    "UPDATE traces SET session_id = ?2, source = ?3, agent = ?4, \
+                     started_at = ?5, ended_at = ?6, metadata = ?7 WHERE id = ?1",
+                )
+                .map_err(sql_err)?;
+            for trace in traces {
+                let stored = select_trace
+                    .query_row([&trace.trace_id], |row| TraceRow::read(row, 0))
+                    .optional()
+                    .map_err(sql_err)?;
+                let key = match stored {
+                    Some(row) => {
+                        let key = row.key;
+                        let mut merged = row.into_trace(path)?;
+                        merge_trace(&mut merged, trace);
+                        update_trace
+                            .execute(params![
+                                key,
+                                merged.session_id,
+                                merged.source,
+                                merged.agent,
+                                merged.started_at.as_ref().and_then(timestamp_nanos),
+                                merged.ended_at.as_ref().and_then(timestamp_nanos),
+                                metadata_text(&merged.metadata),
+                            ])
+                            .map_err(sql_err)?;
+                        key
+                    }
+                    None => {
+                        insert_trace
+                            .execute(params![
+                                trace.trace_id,
+                                trace.session_id,
+                                trace.source,
+                                trace.agent,
+                                trace.started_at.as_ref().and_then(timestamp_nanos),
+                                trace.ended_at.as_ref().and_then(timestamp_nanos),
+                                metadata_text(&trace.metadata),
+                            ])
+                            .map_err(sql_err)?;
+                        tx.last_insert_rowid()
+                    }
+                };
+                trace_keys.insert(&trace.trace_id, key);
+                stats.traces += 1;
+            }
+
+            let mut select_key = tx
+                .prepare_cached("SELECT id FROM traces WHERE trace_id = ?1")
+                .map_err(sql_err)?;
+            let mut select_tool = tx
+                .prepare_cached("SELECT id FROM tools WHERE name = ?1")
+                .map_err(sql_err)?;
+            let mut insert_tool = tx
+                .prepare_cached("INSERT INTO tools (name) VALUES (?1)")
+                .map_err(sql_err)?;
+            let mut insert_step = tx
+                .prepare_cached(
+                    "INSERT INTO steps (trace_key, step_index, call_id, tool_id, inputs, outputs, \
+                     error_type, error_message, started_at, ended_at, duration_ms, recorded_at, \
+                     metadata, is_error) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
+                     ON CONFLICT (trace_key, step_index) DO NOTHING",
+                )
+                .map_err(sql_err)?;
+            let mut deltas: HashMap<i64, CounterDelta> = HashMap::new();
+            for step in steps {
+                let key = match trace_keys.get(step.trace_id.as_str()) {
+                    Some(key) => *key,
+                    None => {
+                        let key: Option<i64> = select_key
+                            .query_row([&step.trace_id], |row| row.get(0))
+                            .optional()
+                            .map_err(sql_err)?;
+                        let key = key.ok_or_else(|| RecorderError::InvalidStep {
+                            trace_id: step.trace_id.clone(),
+                            step_index: step.step_index,
+                            message: "no trace with this id in the batch or the store".into(),
+                        })?;
+                        trace_keys.insert(&step.trace_id, key);
+                        key
+                    }
+                };
+                let tool_id = match tool_ids
+                    .get(&step.tool_name)
+                    .or_else(|| new_tools.get(&step.tool_name))
+                {
+                    Some(id) => *id,
+                    None => {
+                        let existing: Option<i64> = select_tool
+                            .query_row([&step.tool_name], |row| row.get(0))
+                            .optional()
+                            .map_err(sql_err)?;
+                        let id = match existing {
+                            Some(id) => id,
+                            None => {
+                                insert_tool.execute([&step.tool_name]).map_err(sql_err)?;
+                                tx.last_insert_rowid()
+                            }
+                        };
+                        new_tools.insert(step.tool_name.clone(), id);
+                        id
+                    }
+                };
+                let is_error = step.is_error();
+                let inserted = insert_step
+                    .execute(params![
+                        key,
+                        step.step_index,
+                        step.call_id,
+                        tool_id,
+                        json_text(&step.inputs),
+                        step.outputs.as_ref().map(json_text),
+                        step.error_type,
+                        step.error_message,
+                        step.started_at.as_ref().and_then(timestamp_nanos),
+                        step.ended_at.as_ref().and_then(timestamp_nanos),
+                        step.duration_ms,
+                        step.recorded_at.as_ref().and_then(timestamp_nanos),
+                        metadata_text(&step.metadata),
+                        is_error,
+                    ])
+                    .map_err(sql_err)?;
+                if inserted == 0 {
+                    stats.duplicate_steps += 1;
+                    continue;
+                }
+                stats.steps += 1;
+                let delta = deltas.entry(key).or_default();
+                delta.steps += 1;
+                delta.errors += i64::from(is_error);
+                if let Some(duration) = step.duration_ms {
+                    delta.duration_ms = Some(delta.duration_ms.unwrap_or(0.0) + duration);
+                }
+            }
+
+            let mut update_counters = tx
+                .prepare_cached(
+                    "UPDATE traces SET step_count = step_count + ?2, \
+                     error_count = error_count + ?3, \
+                     step_duration_ms = CASE WHEN ?4 IS NULL THEN step_duration_ms \
+                                        ELSE coalesce(step_duration_ms, 0.0) + ?4 END \
+                     WHERE id = ?1",
+                )
+                .map_err(sql_err)?;
+            for (key, delta) in &deltas {
+                update_counters
+                    .execute(params![key, delta.steps, delta.errors, delta.duration_ms])
+                    .map_err(sql_err)?;
+            }
+        }
+        tx.commit().map_err(sql_err)?;
+        tool_ids.extend(new_tools);
+        Ok(stats)
     }
-    fn list_traces(&self, _: &TraceFilter, _: &PageRequest) -> Result<TracePage> {
-        Err(self.missing())
+
+    fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage> {
+        let Some((condition, values)) = self.filter_sql(filter)? else {
+            return Ok(TracePage {
+                traces: Vec::new(),
+                total: 0,
+            });
+        };
+        let total: i64 = self
+            .conn
+            .prepare_cached(&format!("SELECT count(*) FROM traces t WHERE {condition}"))
+            .and_then(|mut stmt| stmt.query_row(params_from_iter(values.iter()), |row| row.get(0)))
+            .map_err(|e| self.sql_err(e))?;
+        let order = match page.sort {
+            TraceSort::Stored => "t.id",
+            TraceSort::TraceId => "t.trace_id",
+            TraceSort::StartedAt => "t.started_at",
+            TraceSort::Steps => "t.step_count",
+            TraceSort::Errors => "t.error_count",
+            TraceSort::Duration => "duration_ms",
+        };
+        let direction = if page.descending { "DESC" } else { "ASC" };
+        let tie_break = if page.sort == TraceSort::Stored {
+            String::new()
+        } else {
+            format!(", t.id {direction}")
+        };
+        let sql = format!(
+            "SELECT {TRACE_COLUMNS}, t.step_count, t.error_count, {DURATION_SQL} AS duration_ms \
+             FROM traces t WHERE {condition} \
+             ORDER BY {order} {direction}{tie_break} LIMIT ? OFFSET ?"
+        );
+        let mut params = values;
+        params.push(SqlValue::Integer(
+            i64::try_from(page.limit).unwrap_or(i64::MAX),
+        ));
+        params.push(SqlValue::Integer(
+            i64::try_from(page.offset).unwrap_or(i64::MAX),
+        ));
+        let mut stmt = self
+            .conn
+            .prepare_cached(&sql)
+            .map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map(params_from_iter(params.iter()), |row| {
+                Ok((
+                    TraceRow::read(row, 0)?,
+                    row.get::<_, i64>(8)?,
+                    row.get::<_, i64>(9)?,
+                    row.get::<_, Option<f64>>(10)?,
+                ))
+            })
+            .map_err(|e| self.sql_err(e))?;
+        let mut traces = Vec::new();
+        for row in rows {
+            let (trace, steps, errors, duration_ms) = row.map_err(|e| self.sql_err(e))?;
+            traces.push(TraceSummary {
+                trace: trace.into_trace(&self.path)?,
+                step_count: u64::try_from(steps).unwrap_or(0),
+                error_count: u64::try_from(errors).unwrap_or(0),
+                duration_ms,
+            });
+        }
+        Ok(TracePage {
+            traces,
+            total: u64::try_from(total).unwrap_or(0),
+        })
     }
-    fn get_trace(&self, _: &str) -> Result<Option<TraceWithSteps>> {
-        Err(self.missing())
+
+    fn get_trace(&self, trace_id: &str) -> Result<Option<TraceWithSteps>> {
+        let row = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {TRACE_COLUMNS} FROM traces t WHERE t.trace_id = ?1"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row([trace_id], |row| TraceRow::read(row, 0))
+                    .optional()
+            })
+            .map_err(|e| self.sql_err(e))?;
+        let Some(row) = row else { return Ok(None) };
+        let key = row.key;
+        let trace = row.into_trace(&self.path)?;
+        let steps = self.steps_of(key, &trace.trace_id)?;
+        Ok(Some(TraceWithSteps { trace, steps }))
     }
-    fn for_each_trace(&self, _: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()> {
-        Err(self.missing())
+
+    fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()> {
+        // One read transaction for a consistent snapshot; two cursors in the same order (trace
+        // key), merged, so only one trace is in memory at a time.
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|e| self.sql_err(e))?;
+        let mut trace_stmt = tx
+            .prepare(&format!(
+                "SELECT {TRACE_COLUMNS} FROM traces t ORDER BY t.id"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut step_stmt = tx
+            .prepare(&format!(
+                "SELECT {STEP_COLUMNS} FROM steps s JOIN tools ON tools.id = s.tool_id \
+                 ORDER BY s.trace_key, s.step_index"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut trace_rows = trace_stmt.query([]).map_err(|e| self.sql_err(e))?;
+        let mut step_rows = step_stmt.query([]).map_err(|e| self.sql_err(e))?;
+        let mut pending: Option<StepRow> = None;
+        while let Some(row) = trace_rows.next().map_err(|e| self.sql_err(e))? {
+            let trace_row = TraceRow::read(row, 0).map_err(|e| self.sql_err(e))?;
+            let key = trace_row.key;
+            let trace = trace_row.into_trace(&self.path)?;
+            let mut steps = Vec::new();
+            loop {
+                if pending.is_none() {
+                    pending = match step_rows.next().map_err(|e| self.sql_err(e))? {
+                        Some(row) => Some(StepRow::read(row).map_err(|e| self.sql_err(e))?),
+                        None => None,
+                    };
+                }
+                match pending.take() {
+                    Some(step) if step.trace_key == key => {
+                        steps.push(step.into_step(&self.path, &trace.trace_id)?);
+                    }
+                    Some(step) if step.trace_key < key => {
+                        return Err(RecorderError::CorruptStore {
+                            path: self.path.clone(),
+                            message: format!(
+                                "step {} refers to trace key {} which has no trace row",
+                                step.step_index, step.trace_key
+                            ),
+                        });
+                    }
+                    other => {
+                        pending = other;
+                        break;
+                    }
+                }
+            }
+            visit(TraceWithSteps { trace, steps })?;
+        }
+        Ok(())
     }
-    fn step_columns(&self, _: &TraceFilter) -> Result<StepColumns> {
-        Err(self.missing())
+
+    fn step_columns(&self, filter: &TraceFilter) -> Result<StepColumns> {
+        let mut columns = StepColumns::default();
+        let Some((condition, values)) = self.filter_sql(filter)? else {
+            return Ok(columns);
+        };
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT t.trace_id, tools.name, s.is_error, s.duration_ms, s.started_at \
+                 FROM traces t JOIN steps s ON s.trace_key = t.id \
+                 JOIN tools ON tools.id = s.tool_id \
+                 WHERE {condition} ORDER BY t.id, s.step_index"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt
+            .query(params_from_iter(values.iter()))
+            .map_err(|e| self.sql_err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            let mut read = || -> rusqlite::Result<()> {
+                columns.trace_id.push(row.get(0)?);
+                columns.tool_name.push(row.get(1)?);
+                columns.is_error.push(row.get(2)?);
+                columns.duration_ms.push(row.get(3)?);
+                columns
+                    .started_at
+                    .push(row.get::<_, Option<i64>>(4)?.map(timestamp_from_nanos));
+                Ok(())
+            };
+            read().map_err(|e| self.sql_err(e))?;
+        }
+        Ok(columns)
     }
+
     fn counts(&self) -> Result<StoreCounts> {
-        Err(self.missing())
+        let (traces, steps, failed): (i64, i64, i64) = self
+            .conn
+            .query_row(
+                "SELECT count(*), coalesce(sum(step_count), 0), coalesce(sum(error_count), 0) \
+                 FROM traces",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .map_err(|e| self.sql_err(e))?;
+        Ok(StoreCounts {
+            traces: u64::try_from(traces).unwrap_or(0),
+            steps: u64::try_from(steps).unwrap_or(0),
+            failed_steps: u64::try_from(failed).unwrap_or(0),
+        })
     }
-    fn put_document(&mut self, _: &str, _: &str, _: &serde_json::Value) -> Result<()> {
-        Err(self.missing())
+
+    fn put_document(&mut self, kind: &str, key: &str, document: &Value) -> Result<()> {
+        let now = timestamp_nanos(&chrono::Utc::now()).unwrap_or(0);
+        self.conn
+            .prepare_cached(
+                "INSERT INTO documents (kind, key, json, updated_at) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (kind, key) DO UPDATE SET json = excluded.json, \
+                 updated_at = excluded.updated_at",
+            )
+            .and_then(|mut stmt| stmt.execute(params![kind, key, json_text(document), now]))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(())
     }
-    fn get_document(&self, _: &str, _: &str) -> Result<Option<serde_json::Value>> {
-        Err(self.missing())
+
+    fn get_document(&self, kind: &str, key: &str) -> Result<Option<Value>> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT json FROM documents WHERE kind = ?1 AND key = ?2")
+            .and_then(|mut stmt| stmt.query_row([kind, key], |row| row.get(0)).optional())
+            .map_err(|e| self.sql_err(e))?;
+        text.map(|text| parse_json(&self.path, &text, || format!("document {kind}/{key}")))
+            .transpose()
     }
-    fn list_documents(&self, _: &str) -> Result<Vec<(String, serde_json::Value)>> {
-        Err(self.missing())
+
+    fn list_documents(&self, kind: &str) -> Result<Vec<(String, Value)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT key, json FROM documents WHERE kind = ?1 ORDER BY key")
+            .map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map([kind], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(|e| self.sql_err(e))?;
+        let mut documents = Vec::new();
+        for row in rows {
+            let (key, text) = row.map_err(|e| self.sql_err(e))?;
+            let value = parse_json(&self.path, &text, || format!("document {kind}/{key}"))?;
+            documents.push((key, value));
+        }
+        Ok(documents)
     }
-    fn delete_document(&mut self, _: &str, _: &str) -> Result<bool> {
-        Err(self.missing())
+
+    fn delete_document(&mut self, kind: &str, key: &str) -> Result<bool> {
+        let removed = self
+            .conn
+            .prepare_cached("DELETE FROM documents WHERE kind = ?1 AND key = ?2")
+            .and_then(|mut stmt| stmt.execute([kind, key]))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(removed > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        (dir, store)
+    }
+
+    #[test]
+    fn fresh_store_has_current_schema_and_wal() {
+        let (_dir, store) = store();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let mode: String = store
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let fk: i64 = store
+            .conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(fk, 1);
+    }
+
+    #[test]
+    fn json_text_is_stored_verbatim() {
+        let (_dir, mut store) = store();
+        // serde_json keeps number text as parsed (it spells exponents `1e+5`).
+        let inputs: Value = serde_json::from_str(r#"{"b":1.0,"a":1e+5,"n":-0}"#).unwrap();
+        store
+            .append(
+                &[ObservedTrace::new("t", "s")],
+                &[ObservedStep::new("t", 0, "tool", inputs)],
+            )
+            .unwrap();
+        let text: String = store
+            .conn
+            .query_row("SELECT inputs FROM steps", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(text, r#"{"b":1.0,"a":1e+5,"n":-0}"#);
+    }
+
+    #[test]
+    fn counters_follow_inserted_steps_only() {
+        let (_dir, mut store) = store();
+        let mut failed = ObservedStep::new("t", 1, "b", json!({}));
+        failed.error_message = Some("boom".into());
+        failed.duration_ms = Some(2.5);
+        let mut ok = ObservedStep::new("t", 0, "a", json!({}));
+        ok.duration_ms = Some(1.0);
+        store
+            .append(
+                &[ObservedTrace::new("t", "s")],
+                &[ok.clone(), failed.clone()],
+            )
+            .unwrap();
+        let again = store.append(&[], &[failed]).unwrap();
+        assert_eq!(again.duplicate_steps, 1);
+        let (steps, errors, duration): (i64, i64, Option<f64>) = store
+            .conn
+            .query_row(
+                "SELECT step_count, error_count, step_duration_ms FROM traces",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((steps, errors, duration), (2, 1, Some(3.5)));
     }
 }

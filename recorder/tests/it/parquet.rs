@@ -1,1 +1,461 @@
-//! parquet tests.
+//! Parquet store tests: the shared store suite, dataset layout, an independent reader
+//! (pyarrow) and lossless conversion SQLite -> Parquet -> SQLite.
+
+// Test helpers outside `#[test]` functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use chainweaver_recorder::RecorderError;
+use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
+use chainweaver_recorder::store::{ParquetStore, SqliteStore, TraceStore, copy_all};
+use serde_json::json;
+
+use crate::sqlite::suite;
+
+fn open_parquet(dir: &Path) -> Box<dyn TraceStore> {
+    Box::new(ParquetStore::open(&dir.join("dataset")).unwrap())
+}
+
+#[test]
+fn every_filter() {
+    suite::every_filter(open_parquet);
+}
+
+#[test]
+fn every_sort_and_summaries() {
+    suite::every_sort_and_summaries(open_parquet);
+}
+
+#[test]
+fn paging() {
+    suite::paging(open_parquet);
+}
+
+#[test]
+fn get_and_stream_in_order() {
+    suite::get_and_stream_in_order(open_parquet);
+}
+
+#[test]
+fn step_columns_and_counts() {
+    suite::step_columns_and_counts(open_parquet);
+}
+
+#[test]
+fn upsert_and_duplicates() {
+    suite::upsert_and_duplicates(open_parquet);
+}
+
+#[test]
+fn documents() {
+    suite::documents(open_parquet);
+}
+
+#[test]
+fn reopen_after_appends() {
+    suite::reopen_after_appends(open_parquet);
+}
+
+#[test]
+fn failed_append_changes_nothing() {
+    suite::failed_append_changes_nothing(open_parquet);
+}
+
+#[test]
+fn exact_json() {
+    suite::exact_json(open_parquet);
+}
+
+/// Every file below `dir` (relative, `/`-separated), sorted.
+fn files_below(dir: &Path) -> Vec<String> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let relative = path.strip_prefix(root).unwrap();
+                out.push(relative.to_string_lossy().replace('\\', "/"));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+#[test]
+fn layout_is_partitioned_by_day_and_append_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut store = ParquetStore::open(&root).unwrap();
+    let (traces, steps) = suite::fixture();
+    store.append(&traces, &steps).unwrap();
+    let first = files_below(&root);
+    let parts: Vec<&String> = first.iter().filter(|f| f.ends_with(".parquet")).collect();
+    // Four traces over three start days plus one without a start: one part per partition for
+    // traces; steps only where a trace has steps (d-third has none).
+    let trace_parts: Vec<&str> = parts
+        .iter()
+        .filter(|f| f.starts_with("traces/"))
+        .map(|f| f.rsplit_once('/').unwrap().0)
+        .collect();
+    assert_eq!(
+        trace_parts,
+        [
+            "traces/date=2025-12-31",
+            "traces/date=2026-01-01",
+            "traces/date=2026-01-02",
+            "traces/date=unknown"
+        ]
+    );
+    assert_eq!(parts.iter().filter(|f| f.starts_with("steps/")).count(), 3);
+    assert!(first.iter().any(|f| f.starts_with("_commits/")));
+    assert!(!first.iter().any(|f| f.contains(".tmp")), "{first:?}");
+
+    // A later append adds files and leaves the earlier ones byte for byte.
+    let before: Vec<(String, Vec<u8>)> = first
+        .iter()
+        .map(|f| (f.clone(), std::fs::read(root.join(f)).unwrap()))
+        .collect();
+    let mut end = ObservedTrace::new("d-third", "import");
+    end.agent = Some("late".into());
+    store
+        .append(
+            &[end],
+            &[ObservedStep::new("d-third", 0, "search", json!({}))],
+        )
+        .unwrap();
+    for (file, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(root.join(file)).unwrap(),
+            bytes,
+            "{file} changed"
+        );
+    }
+    let second = files_below(&root);
+    assert_eq!(second.len(), first.len() + 3, "{second:?}");
+    // The upsert stays in the trace's first partition, so its steps stay together.
+    assert!(
+        second
+            .iter()
+            .filter(|f| f.starts_with("steps/date=unknown/"))
+            .count()
+            == 1
+    );
+}
+
+#[test]
+fn steps_of_a_trace_spread_over_many_appends_stream_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut store = ParquetStore::open(&root).unwrap();
+    // Ten traces, started one by one; each append then adds one step to every open trace, in
+    // descending index order across appends for odd traces. Trace rows are re-sent (upserts).
+    let ids: Vec<String> = (0..10).map(|t| format!("trace-{t:02}")).collect();
+    let mut expected: Vec<Vec<u32>> = vec![Vec::new(); ids.len()];
+    for round in 0..10u32 {
+        let opened = &ids[..=round as usize];
+        let traces: Vec<ObservedTrace> = opened
+            .iter()
+            .map(|id| ObservedTrace::new(id.as_str(), "rounds"))
+            .collect();
+        let mut steps = Vec::new();
+        for (t, id) in opened.iter().enumerate() {
+            let index = if t % 2 == 1 { 100 - round } else { round };
+            steps.push(ObservedStep::new(
+                id.as_str(),
+                index,
+                "tool",
+                json!({"round": round}),
+            ));
+            expected[t].push(index);
+        }
+        store.append(&traces, &steps).unwrap();
+    }
+    let reopened = ParquetStore::open(&root).unwrap();
+    let mut seen: Vec<(String, Vec<u32>)> = Vec::new();
+    reopened
+        .for_each_trace(&mut |t| {
+            seen.push((
+                t.trace.trace_id,
+                t.steps.iter().map(|s| s.step_index).collect(),
+            ));
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seen.len(), 10);
+    for (t, (id, indices)) in seen.iter().enumerate() {
+        assert_eq!(id, &ids[t]);
+        let mut want = expected[t].clone();
+        want.sort_unstable();
+        assert_eq!(indices, &want, "{id}");
+    }
+    assert_eq!(
+        reopened.get_trace("trace-01").unwrap().unwrap().steps.len(),
+        9
+    );
+    assert_eq!(reopened.counts().unwrap().steps, 55);
+}
+
+#[test]
+fn newer_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    drop(ParquetStore::open(&root).unwrap());
+    std::fs::write(
+        root.join("_chainweaver.json"),
+        r#"{"format":"chainweaver-parquet","version":99}"#,
+    )
+    .unwrap();
+    let err = ParquetStore::open(&root).unwrap_err();
+    assert!(
+        matches!(err, RecorderError::SchemaTooNew { found: 99, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("dataset"), "{err}");
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// True when `python3` can import pyarrow. Without it the check is skipped locally but fails
+/// under CI.
+fn pyarrow_available() -> bool {
+    let available = Command::new("python3")
+        .args(["-c", "import pyarrow"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !available {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but python3 cannot import pyarrow (pip install pyarrow)"
+        );
+        eprintln!("skipping: python3 cannot import pyarrow");
+    }
+    available
+}
+
+#[test]
+fn pyarrow_reads_the_dataset() {
+    if !pyarrow_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut store = ParquetStore::open(&root).unwrap();
+    let (traces, steps) = suite::fixture();
+    store.append(&traces, &steps[..4]).unwrap();
+    // An upsert: two rows for b-first; pyarrow must still count 4 distinct traces.
+    store.append(&traces[..1], &steps[4..]).unwrap();
+    let trace_columns =
+        "trace_id,session_id,source,agent,started_at,ended_at,metadata,trace_seq,write_seq";
+    let step_columns = "trace_id,step_index,call_id,tool_name,inputs,outputs,error_type,\
+                        error_message,started_at,ended_at,duration_ms,recorded_at,metadata,\
+                        is_error,trace_seq,write_seq";
+    let script = repo_root().join("scripts/check_parquet.py");
+    let run = |traces: &str, steps: &str| {
+        Command::new("python3")
+            .arg(&script)
+            .arg(&root)
+            .args(["--traces", traces, "--steps", steps])
+            .args([
+                "--trace-columns",
+                trace_columns,
+                "--step-columns",
+                step_columns,
+            ])
+            .arg("--check-json")
+            .output()
+            .unwrap()
+    };
+    let ok = run("4", "9");
+    assert!(
+        ok.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&ok.stdout),
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // The checker really checks: a wrong count fails with a message.
+    let wrong = run("4", "10");
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("9 steps, expected 10"));
+}
+
+mod lossless {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+
+    /// Number texts that lossy stores get wrong.
+    const ODD_NUMBERS: &[&str] = &[
+        "1.0",
+        "1e5",
+        "1E+2",
+        "-0",
+        "-0.0",
+        "0.1",
+        "12345678901234567890123",
+        "-1.5e-7",
+        "1.7976931348623157e308",
+        "5e-324",
+        "100",
+    ];
+
+    fn number() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            proptest::sample::select(ODD_NUMBERS)
+                .prop_map(|text| serde_json::from_str::<Value>(text).unwrap()),
+            any::<i64>().prop_map(|n| serde_json::from_str::<Value>(&n.to_string()).unwrap()),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| serde_json::from_str::<Value>(&format!("{f:?}")).unwrap()),
+        ]
+    }
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z]{0,6}",
+            "\\PC{0,8}",
+            proptest::sample::select(&["ключ", "名前", "emoji 🎉", "", "a\"b\\c\n"][..])
+                .prop_map(str::to_owned),
+        ]
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            number(),
+            text().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(3, 24, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::vec((text(), inner), 0..5)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn metadata() -> impl Strategy<Value = Map<String, Value>> {
+        prop::collection::vec((text(), json_value()), 0..3)
+            .prop_map(|pairs| pairs.into_iter().collect())
+    }
+
+    fn timestamp() -> impl Strategy<Value = Option<chainweaver_recorder::model::Timestamp>> {
+        // 1970..2200, nanosecond precision.
+        proptest::option::of(
+            (0i64..7_258_118_400_000_000_000).prop_map(chrono::DateTime::from_timestamp_nanos),
+        )
+    }
+
+    fn trace_with_steps(id: String) -> impl Strategy<Value = TraceWithSteps> {
+        let trace = (
+            proptest::option::of(text()),
+            text(),
+            proptest::option::of(text()),
+            timestamp(),
+            timestamp(),
+            metadata(),
+        );
+        let step = (
+            proptest::option::of(text()),
+            "[a-z_]{1,8}",
+            json_value(),
+            proptest::option::of(json_value()),
+            proptest::option::of(text()),
+            proptest::option::of(text()),
+            (timestamp(), timestamp(), timestamp()),
+            proptest::option::of(-1e9f64..1e9),
+            metadata(),
+        );
+        (trace, prop::collection::vec(step, 0..5)).prop_map(move |(t, steps)| {
+            let trace = ObservedTrace {
+                trace_id: id.clone(),
+                session_id: t.0,
+                source: t.1,
+                agent: t.2,
+                started_at: t.3,
+                ended_at: t.4,
+                metadata: t.5,
+            };
+            let steps = steps
+                .into_iter()
+                .enumerate()
+                .map(|(i, s)| ObservedStep {
+                    trace_id: id.clone(),
+                    // Gaps in the indices, as real traces have after a lost call.
+                    step_index: (i as u32) * 3,
+                    call_id: s.0,
+                    tool_name: s.1,
+                    inputs: s.2,
+                    outputs: s.3,
+                    error_type: s.4,
+                    error_message: s.5,
+                    started_at: s.6.0,
+                    ended_at: s.6.1,
+                    recorded_at: s.6.2,
+                    duration_ms: s.7,
+                    metadata: s.8,
+                })
+                .collect();
+            TraceWithSteps { trace, steps }
+        })
+    }
+
+    fn traces() -> impl Strategy<Value = Vec<TraceWithSteps>> {
+        (1usize..6).prop_flat_map(|n| {
+            (0..n)
+                .map(|i| trace_with_steps(format!("trace-{}", 9 - i)))
+                .collect::<Vec<_>>()
+        })
+    }
+
+    fn dump(store: &dyn TraceStore) -> Vec<TraceWithSteps> {
+        let mut all = Vec::new();
+        store
+            .for_each_trace(&mut |t| {
+                all.push(t);
+                Ok(())
+            })
+            .unwrap();
+        all
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+        #[test]
+        fn sqlite_to_parquet_to_sqlite_is_lossless(input in traces()) {
+            let dir = tempfile::tempdir().unwrap();
+            let mut first = SqliteStore::open(&dir.path().join("first.db")).unwrap();
+            let traces: Vec<ObservedTrace> = input.iter().map(|t| t.trace.clone()).collect();
+            let steps: Vec<ObservedStep> = input.iter().flat_map(|t| t.steps.clone()).collect();
+            first.append(&traces, &steps).unwrap();
+
+            let mut parquet = ParquetStore::open(&dir.path().join("dataset")).unwrap();
+            // Small batches: a trace's steps end up in several appends and part files.
+            copy_all(&first, &mut parquet, 3, &mut |_| {}).unwrap();
+            let mut second = SqliteStore::open(&dir.path().join("second.db")).unwrap();
+            copy_all(&parquet, &mut second, 4, &mut |_| {}).unwrap();
+
+            let original = dump(&first);
+            prop_assert_eq!(&original, &input);
+            for copy in [dump(&parquet), dump(&second)] {
+                prop_assert_eq!(&copy, &original);
+                // Equal values could still hide number text changes; compare the text too.
+                prop_assert_eq!(
+                    serde_json::to_string(&copy).unwrap(),
+                    serde_json::to_string(&original).unwrap()
+                );
+            }
+            prop_assert_eq!(parquet.counts().unwrap(), first.counts().unwrap());
+            prop_assert_eq!(second.counts().unwrap(), first.counts().unwrap());
+        }
+    }
+}

@@ -1,1 +1,802 @@
-//! sqlite tests.
+//! SQLite store tests, and the backend-independent store suite the Parquet tests reuse.
+
+// Test helpers outside `#[test]` functions unwrap too: a failure there is a test failure.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+
+use chainweaver_recorder::RecorderError;
+use chainweaver_recorder::store::{SqliteStore, TraceStore};
+
+fn open_sqlite(dir: &Path) -> Box<dyn TraceStore> {
+    Box::new(SqliteStore::open(&dir.join("store.db")).unwrap())
+}
+
+/// Tests every backend must pass. Each takes a function that opens (or reopens) the backend's
+/// store inside a given directory.
+pub mod suite {
+    use std::path::Path;
+
+    use chainweaver_recorder::RecorderError;
+    use chainweaver_recorder::model::{ObservedStep, ObservedTrace, Timestamp};
+    use chainweaver_recorder::store::{
+        PageRequest, StoreCounts, TraceFilter, TraceSort, TraceStore,
+    };
+    use chrono::{Duration, TimeZone, Utc};
+    use serde_json::{Value, json};
+
+    /// Opens the store of one backend in a directory; called again to reopen.
+    pub type Opener = fn(&Path) -> Box<dyn TraceStore>;
+
+    pub fn at(y: i32, m: u32, d: u32, h: u32, min: u32, s: u32) -> Timestamp {
+        Utc.with_ymd_and_hms(y, m, d, h, min, s).unwrap()
+    }
+
+    fn step(
+        trace: &str,
+        index: u32,
+        tool: &str,
+        duration: Option<f64>,
+        failed: bool,
+    ) -> ObservedStep {
+        let mut step = ObservedStep::new(trace, index, tool, json!({"i": index, "trace": trace}));
+        step.duration_ms = duration;
+        if failed {
+            step.error_type = Some("ToolError".into());
+            step.error_message = Some(format!("{tool} failed"));
+        } else {
+            step.outputs = Some(json!({"ok": true, "n": 1.50}));
+        }
+        step
+    }
+
+    /// Four traces stored in the order b, a, d, c (ids chosen so id order differs from storage
+    /// order), 9 steps, 3 failed.
+    pub fn fixture() -> (Vec<ObservedTrace>, Vec<ObservedStep>) {
+        let mut b = ObservedTrace::new("b-first", "import");
+        b.started_at = Some(at(2026, 1, 2, 0, 0, 0));
+        b.ended_at = Some(at(2026, 1, 2, 0, 0, 2));
+        b.session_id = Some("session-1".into());
+        b.metadata.insert("task".into(), json!("t-17"));
+        let mut a = ObservedTrace::new("a-second", "recorder");
+        a.started_at = Some(at(2026, 1, 1, 0, 0, 0));
+        a.agent = Some("agent-x".into());
+        let d = ObservedTrace::new("d-third", "import");
+        let mut c = ObservedTrace::new("c-fourth", "mcp-proxy");
+        c.started_at = Some(at(2025, 12, 31, 23, 59, 59));
+        c.ended_at = Some(at(2025, 12, 31, 23, 59, 59) + Duration::milliseconds(100));
+        let steps = vec![
+            step("b-first", 0, "search", Some(10.0), false),
+            step("b-first", 1, "fetch_url", Some(20.0), false),
+            step("a-second", 0, "Fetch_URL", Some(1.5), true),
+            step("a-second", 1, "search", Some(2.5), false),
+            step("a-second", 2, "write", None, false),
+            step("c-fourth", 0, "ÜBER_tool", None, true),
+            step("c-fourth", 1, "über_tool", None, true),
+            step("c-fourth", 2, "search", None, false),
+            step("c-fourth", 3, "search", None, false),
+        ];
+        (vec![b, a, d, c], steps)
+    }
+
+    fn ids(store: &dyn TraceStore, filter: &TraceFilter, page: &PageRequest) -> (Vec<String>, u64) {
+        let listed = store.list_traces(filter, page).unwrap();
+        let ids = listed
+            .traces
+            .into_iter()
+            .map(|s| s.trace.trace_id)
+            .collect();
+        (ids, listed.total)
+    }
+
+    fn all() -> PageRequest {
+        PageRequest {
+            limit: 1000,
+            ..PageRequest::default()
+        }
+    }
+
+    fn filtered(store: &dyn TraceStore, filter: TraceFilter) -> Vec<String> {
+        let (ids, total) = ids(store, &filter, &all());
+        assert_eq!(total as usize, ids.len(), "total for {filter:?}");
+        ids
+    }
+
+    fn loaded(open: Opener, dir: &Path) -> Box<dyn TraceStore> {
+        let mut store = open(dir);
+        let (traces, steps) = fixture();
+        let stats = store.append(&traces, &steps).unwrap();
+        assert_eq!(
+            (stats.traces, stats.steps, stats.duplicate_steps),
+            (4, 9, 0)
+        );
+        store
+    }
+
+    pub fn every_filter(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = loaded(open, dir.path());
+        let store = store.as_ref();
+        let f = TraceFilter::default;
+        assert_eq!(
+            filtered(store, f()),
+            ["b-first", "a-second", "d-third", "c-fourth"]
+        );
+        let tool = |t: &str| TraceFilter {
+            tool: Some(t.into()),
+            ..f()
+        };
+        assert_eq!(
+            filtered(store, tool("search")),
+            ["b-first", "a-second", "c-fourth"]
+        );
+        assert_eq!(filtered(store, tool("fetch_url")), ["b-first"]);
+        assert!(filtered(store, tool("nope")).is_empty());
+        let contains = |t: &str| TraceFilter {
+            tool_contains: Some(t.into()),
+            ..f()
+        };
+        assert_eq!(filtered(store, contains("FETCH")), ["b-first", "a-second"]);
+        assert_eq!(filtered(store, contains("über")), ["c-fourth"]);
+        assert_eq!(filtered(store, contains("%")), Vec::<String>::new());
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    source: Some("import".into()),
+                    ..f()
+                }
+            ),
+            ["b-first", "d-third"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    since: Some(at(2026, 1, 1, 0, 0, 0)),
+                    ..f()
+                }
+            ),
+            ["b-first", "a-second"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    until: Some(at(2026, 1, 2, 0, 0, 0)),
+                    ..f()
+                }
+            ),
+            ["a-second", "c-fourth"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    since: Some(at(2026, 1, 1, 0, 0, 0)),
+                    until: Some(at(2026, 1, 2, 0, 0, 0)),
+                    ..f()
+                }
+            ),
+            ["a-second"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    has_error: Some(true),
+                    ..f()
+                }
+            ),
+            ["a-second", "c-fourth"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    has_error: Some(false),
+                    ..f()
+                }
+            ),
+            ["b-first", "d-third"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    min_duration_ms: Some(100.0),
+                    ..f()
+                }
+            ),
+            ["b-first", "c-fourth"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    min_duration_ms: Some(3.0),
+                    ..f()
+                }
+            ),
+            ["b-first", "a-second", "c-fourth"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    source: Some("import".into()),
+                    has_error: Some(false),
+                    ..f()
+                }
+            ),
+            ["b-first", "d-third"]
+        );
+        assert_eq!(
+            filtered(
+                store,
+                TraceFilter {
+                    source: Some("import".into()),
+                    has_error: Some(false),
+                    tool: Some("search".into()),
+                    ..f()
+                }
+            ),
+            ["b-first"]
+        );
+    }
+
+    pub fn every_sort_and_summaries(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = loaded(open, dir.path());
+        let cases = [
+            (
+                TraceSort::Stored,
+                ["b-first", "a-second", "d-third", "c-fourth"],
+            ),
+            (
+                TraceSort::TraceId,
+                ["a-second", "b-first", "c-fourth", "d-third"],
+            ),
+            (
+                TraceSort::StartedAt,
+                ["d-third", "c-fourth", "a-second", "b-first"],
+            ),
+            (
+                TraceSort::Steps,
+                ["d-third", "b-first", "a-second", "c-fourth"],
+            ),
+            (
+                TraceSort::Errors,
+                ["b-first", "d-third", "a-second", "c-fourth"],
+            ),
+            (
+                TraceSort::Duration,
+                ["d-third", "a-second", "c-fourth", "b-first"],
+            ),
+        ];
+        for (sort, expected) in cases {
+            let page = PageRequest { sort, ..all() };
+            let (got, total) = ids(store.as_ref(), &TraceFilter::default(), &page);
+            assert_eq!(got, expected, "{sort:?} ascending");
+            assert_eq!(total, 4);
+            let page = PageRequest {
+                descending: true,
+                ..page
+            };
+            let (got, _) = ids(store.as_ref(), &TraceFilter::default(), &page);
+            let mut reversed = expected.to_vec();
+            reversed.reverse();
+            assert_eq!(got, reversed, "{sort:?} descending");
+        }
+        let page = store.list_traces(&TraceFilter::default(), &all()).unwrap();
+        let summary: Vec<(&str, u64, u64, Option<f64>)> = page
+            .traces
+            .iter()
+            .map(|s| {
+                (
+                    s.trace.trace_id.as_str(),
+                    s.step_count,
+                    s.error_count,
+                    s.duration_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("b-first", 2, 0, Some(2000.0)),
+                ("a-second", 3, 1, Some(4.0)),
+                ("d-third", 0, 0, None),
+                ("c-fourth", 4, 2, Some(100.0)),
+            ]
+        );
+        let (traces, _) = fixture();
+        assert_eq!(page.traces[0].trace, traces[0], "trace fields survive");
+        assert_eq!(page.traces[1].trace, traces[1]);
+    }
+
+    pub fn paging(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = loaded(open, dir.path());
+        let store = store.as_ref();
+        let none = TraceFilter::default();
+        let page = |offset, limit, descending| PageRequest {
+            offset,
+            limit,
+            descending,
+            sort: TraceSort::Stored,
+        };
+        assert_eq!(
+            ids(store, &none, &page(1, 2, false)),
+            (vec!["a-second".into(), "d-third".into()], 4)
+        );
+        assert_eq!(
+            ids(store, &none, &page(3, 2, false)),
+            (vec!["c-fourth".into()], 4)
+        );
+        assert_eq!(
+            ids(store, &none, &page(0, 1, true)),
+            (vec!["c-fourth".into()], 4)
+        );
+        assert_eq!(ids(store, &none, &page(10, 5, false)), (vec![], 4));
+        assert_eq!(ids(store, &none, &page(0, 0, false)), (vec![], 4));
+        assert_eq!(ids(store, &none, &page(0, u64::MAX, false)).0.len(), 4);
+        let errors = TraceFilter {
+            has_error: Some(true),
+            ..none
+        };
+        assert_eq!(
+            ids(store, &errors, &page(1, 10, false)),
+            (vec!["c-fourth".into()], 2)
+        );
+    }
+
+    pub fn get_and_stream_in_order(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        let (traces, steps) = fixture();
+        // Steps arrive out of order and over several batches; reads put them in step order.
+        let mut reversed = steps.clone();
+        reversed.reverse();
+        store.append(&traces, &reversed[..4]).unwrap();
+        store.append(&[], &reversed[4..]).unwrap();
+        let got = store.get_trace("c-fourth").unwrap().unwrap();
+        assert_eq!(got.trace, traces[3]);
+        assert_eq!(got.steps, steps[5..9]);
+        assert_eq!(store.get_trace("d-third").unwrap().unwrap().steps, vec![]);
+        assert!(store.get_trace("missing").unwrap().is_none());
+
+        let mut seen = Vec::new();
+        store
+            .for_each_trace(&mut |t| {
+                seen.push(t);
+                Ok(())
+            })
+            .unwrap();
+        let order: Vec<&str> = seen.iter().map(|t| t.trace.trace_id.as_str()).collect();
+        assert_eq!(order, ["b-first", "a-second", "d-third", "c-fourth"]);
+        assert_eq!(seen[0].steps, steps[0..2]);
+        assert_eq!(seen[1].steps, steps[2..5]);
+        assert_eq!(seen[2].steps, vec![]);
+        assert_eq!(seen[3].steps, steps[5..9]);
+
+        // A visitor error stops the walk and comes back.
+        let mut visited = 0;
+        let err = store
+            .for_each_trace(&mut |t| {
+                visited += 1;
+                Err(RecorderError::InvalidTrace {
+                    trace_id: t.trace.trace_id,
+                    message: "stop".into(),
+                })
+            })
+            .unwrap_err();
+        assert_eq!(visited, 1);
+        assert!(err.to_string().contains("b-first"), "{err}");
+    }
+
+    pub fn step_columns_and_counts(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = loaded(open, dir.path());
+        assert_eq!(
+            store.counts().unwrap(),
+            StoreCounts {
+                traces: 4,
+                steps: 9,
+                failed_steps: 3
+            }
+        );
+        let columns = store.step_columns(&TraceFilter::default()).unwrap();
+        assert_eq!(columns.trace_id.len(), 9);
+        assert_eq!(columns.tool_name.len(), 9);
+        assert_eq!(columns.is_error.iter().filter(|e| **e).count(), 3);
+        assert_eq!(columns.started_at.len(), 9);
+        let mut durations: Vec<f64> = columns.duration_ms.iter().flatten().copied().collect();
+        durations.sort_by(f64::total_cmp);
+        assert_eq!(durations, [1.5, 2.5, 10.0, 20.0]);
+        let errors = store
+            .step_columns(&TraceFilter {
+                has_error: Some(true),
+                ..TraceFilter::default()
+            })
+            .unwrap();
+        assert_eq!(errors.trace_id.len(), 7);
+        assert!(
+            errors
+                .trace_id
+                .iter()
+                .all(|t| t == "a-second" || t == "c-fourth")
+        );
+        let unknown = store
+            .step_columns(&TraceFilter {
+                tool: Some("nope".into()),
+                ..TraceFilter::default()
+            })
+            .unwrap();
+        assert!(unknown.trace_id.is_empty());
+    }
+
+    pub fn upsert_and_duplicates(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = loaded(open, dir.path());
+        let (traces, steps) = fixture();
+        // The end of trace a arrives: ended_at and a metadata key; the source left empty.
+        let mut end = ObservedTrace::new("a-second", "");
+        end.ended_at = Some(at(2026, 1, 1, 0, 0, 9));
+        end.metadata.insert("reward".into(), json!(1.0));
+        let mut again = end.clone();
+        again.metadata.insert("reward".into(), json!(0.5));
+        again.agent = Some("agent-y".into());
+        let stats = store.append(&[end, again], &steps[2..5]).unwrap();
+        assert_eq!(
+            (stats.traces, stats.steps, stats.duplicate_steps),
+            (2, 0, 3)
+        );
+        // The same new step twice in one batch: the first copy wins.
+        let mut first = step("a-second", 3, "first", None, false);
+        first.call_id = Some("call-1".into());
+        let second = step("a-second", 3, "second", None, false);
+        let stats = store.append(&[], &[first.clone(), second]).unwrap();
+        assert_eq!((stats.steps, stats.duplicate_steps), (1, 1));
+
+        let got = store.get_trace("a-second").unwrap().unwrap();
+        let mut expected = traces[1].clone();
+        expected.ended_at = Some(at(2026, 1, 1, 0, 0, 9));
+        expected.agent = Some("agent-y".into());
+        expected.metadata.insert("reward".into(), json!(0.5));
+        assert_eq!(got.trace, expected);
+        assert_eq!(got.steps.len(), 4);
+        assert_eq!(got.steps[3], first);
+        assert_eq!(
+            store.counts().unwrap(),
+            StoreCounts {
+                traces: 4,
+                steps: 10,
+                failed_steps: 3
+            }
+        );
+        // The upsert keeps the storage position and feeds the summary duration.
+        let page = store.list_traces(&TraceFilter::default(), &all()).unwrap();
+        assert_eq!(page.traces[1].trace.trace_id, "a-second");
+        assert_eq!(page.traces[1].duration_ms, Some(9000.0));
+        assert_eq!(page.traces[1].step_count, 4);
+    }
+
+    pub fn documents(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        let doc: Value = serde_json::from_str(r#"{"z":1.0,"a":[1e+5,-0],"name":"x"}"#).unwrap();
+        store.put_document("flow", "b/../odd key", &doc).unwrap();
+        store.put_document("flow", "a", &json!({"v": 1})).unwrap();
+        store.put_document("flow", "a", &json!({"v": 2})).unwrap();
+        store
+            .put_document("candidate", "a", &json!("other kind"))
+            .unwrap();
+        let got = store.get_document("flow", "b/../odd key").unwrap().unwrap();
+        assert_eq!(got.to_string(), r#"{"z":1.0,"a":[1e+5,-0],"name":"x"}"#);
+        assert_eq!(
+            store.get_document("flow", "a").unwrap(),
+            Some(json!({"v": 2}))
+        );
+        assert_eq!(store.get_document("flow", "missing").unwrap(), None);
+        let listed = store.list_documents("flow").unwrap();
+        let keys: Vec<&str> = listed.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["a", "b/../odd key"]);
+        assert_eq!(store.list_documents("verdict").unwrap(), vec![]);
+        assert!(store.delete_document("flow", "a").unwrap());
+        assert!(!store.delete_document("flow", "a").unwrap());
+        assert_eq!(store.get_document("flow", "a").unwrap(), None);
+        assert_eq!(
+            store.get_document("candidate", "a").unwrap(),
+            Some(json!("other kind"))
+        );
+        drop(store);
+        let store = open(dir.path());
+        assert_eq!(store.list_documents("flow").unwrap().len(), 1);
+        assert_eq!(
+            store
+                .get_document("flow", "b/../odd key")
+                .unwrap()
+                .unwrap()
+                .to_string(),
+            doc.to_string()
+        );
+    }
+
+    pub fn reopen_after_appends(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let (traces, steps) = fixture();
+        {
+            let mut store = open(dir.path());
+            store.append(&traces[..2], &steps[..5]).unwrap();
+        }
+        {
+            let mut store = open(dir.path());
+            store.append(&traces[2..], &steps[5..]).unwrap();
+            // Re-sending stored steps after a reopen is still caught.
+            let again = store.append(&[], &steps[..2]).unwrap();
+            assert_eq!(again.duplicate_steps, 2);
+        }
+        let store = open(dir.path());
+        assert_eq!(store.counts().unwrap().steps, 9);
+        let mut all_steps = Vec::new();
+        let mut all_traces = Vec::new();
+        store
+            .for_each_trace(&mut |t| {
+                all_traces.push(t.trace);
+                all_steps.extend(t.steps);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(all_traces, traces);
+        assert_eq!(all_steps, steps);
+    }
+
+    /// What a store holds, in full, for before/after comparisons.
+    fn snapshot(store: &dyn TraceStore) -> (StoreCounts, Vec<String>) {
+        let mut dump = Vec::new();
+        store
+            .for_each_trace(&mut |t| {
+                dump.push(serde_json::to_string(&t).unwrap());
+                Ok(())
+            })
+            .unwrap();
+        (store.counts().unwrap(), dump)
+    }
+
+    pub fn failed_append_changes_nothing(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = loaded(open, dir.path());
+        let before = snapshot(store.as_ref());
+
+        // A step of a trace that is neither in the batch nor stored, after valid work that
+        // updates a stored trace, adds a trace and adds steps.
+        let mut update = ObservedTrace::new("b-first", "changed");
+        update.agent = Some("someone".into());
+        let new_trace = ObservedTrace::new("e-new", "import");
+        let batch = vec![
+            step("e-new", 0, "brand_new_tool", Some(1.0), false),
+            step("b-first", 2, "search", None, true),
+            step("ghost", 0, "search", None, false),
+        ];
+        let err = store
+            .append(&[update.clone(), new_trace.clone()], &batch)
+            .unwrap_err();
+        assert!(
+            matches!(&err, RecorderError::InvalidStep { trace_id, step_index: 0, .. } if trace_id == "ghost"),
+            "{err}"
+        );
+        assert_eq!(snapshot(store.as_ref()), before);
+        assert!(store.get_trace("e-new").unwrap().is_none());
+        assert!(
+            store
+                .list_traces(
+                    &TraceFilter {
+                        tool: Some("brand_new_tool".into()),
+                        ..TraceFilter::default()
+                    },
+                    &all()
+                )
+                .unwrap()
+                .traces
+                .is_empty()
+        );
+
+        // A non-finite duration.
+        let mut bad = step("e-new", 1, "search", None, false);
+        bad.duration_ms = Some(f64::NAN);
+        let err = store
+            .append(std::slice::from_ref(&new_trace), &[batch[0].clone(), bad])
+            .unwrap_err();
+        assert!(
+            matches!(err, RecorderError::InvalidStep { step_index: 1, .. }),
+            "{err}"
+        );
+        assert_eq!(snapshot(store.as_ref()), before);
+
+        // A timestamp 64-bit nanoseconds cannot hold.
+        let mut far = new_trace.clone();
+        far.started_at = Some(at(2300, 1, 1, 0, 0, 0));
+        let err = store.append(&[far], &[]).unwrap_err();
+        assert!(matches!(err, RecorderError::InvalidTrace { .. }), "{err}");
+        assert_eq!(snapshot(store.as_ref()), before);
+
+        // The store still takes good batches afterwards, including the new tool.
+        let stats = store.append(&[new_trace], &batch[..2]).unwrap();
+        assert_eq!((stats.traces, stats.steps), (2 - 1, 2));
+        assert_eq!(store.counts().unwrap().steps, 11);
+        assert_eq!(
+            store
+                .list_traces(
+                    &TraceFilter {
+                        tool: Some("brand_new_tool".into()),
+                        ..TraceFilter::default()
+                    },
+                    &all()
+                )
+                .unwrap()
+                .total,
+            1
+        );
+    }
+
+    /// Inputs and outputs keep key order and number text; `Some(null)` outputs differ from none.
+    pub fn exact_json(open: Opener) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = open(dir.path());
+        let text = r#"{"zeta":1.0,"alpha":1e+5,"neg":-0,"big":12345678901234567890123,"ключ":[0.10,{"b":null,"a":"é"}]}"#;
+        let mut first = ObservedStep::new("t", 0, "tool", serde_json::from_str(text).unwrap());
+        first.outputs = Some(Value::Null);
+        first
+            .metadata
+            .insert("z".into(), serde_json::from_str("2.50").unwrap());
+        first.metadata.insert("a".into(), json!(1));
+        first.recorded_at = Some(at(2026, 3, 4, 5, 6, 7) + Duration::nanoseconds(123_456_789));
+        let mut second = ObservedStep::new("t", 1, "tool", json!("not an object"));
+        second.outputs = None;
+        store
+            .append(
+                &[ObservedTrace::new("t", "s")],
+                &[first.clone(), second.clone()],
+            )
+            .unwrap();
+        let got = store.get_trace("t").unwrap().unwrap();
+        assert_eq!(got.steps[0].inputs.to_string(), text);
+        assert_eq!(got.steps[0].outputs, Some(Value::Null));
+        assert_eq!(got.steps[1].outputs, None);
+        assert_eq!(
+            serde_json::to_string(&got.steps[0].metadata).unwrap(),
+            r#"{"z":2.50,"a":1}"#
+        );
+        assert_eq!(got.steps, [first, second]);
+    }
+}
+
+#[test]
+fn every_filter() {
+    suite::every_filter(open_sqlite);
+}
+
+#[test]
+fn every_sort_and_summaries() {
+    suite::every_sort_and_summaries(open_sqlite);
+}
+
+#[test]
+fn paging() {
+    suite::paging(open_sqlite);
+}
+
+#[test]
+fn get_and_stream_in_order() {
+    suite::get_and_stream_in_order(open_sqlite);
+}
+
+#[test]
+fn step_columns_and_counts() {
+    suite::step_columns_and_counts(open_sqlite);
+}
+
+#[test]
+fn upsert_and_duplicates() {
+    suite::upsert_and_duplicates(open_sqlite);
+}
+
+#[test]
+fn documents() {
+    suite::documents(open_sqlite);
+}
+
+#[test]
+fn reopen_after_appends() {
+    suite::reopen_after_appends(open_sqlite);
+}
+
+#[test]
+fn failed_append_changes_nothing() {
+    suite::failed_append_changes_nothing(open_sqlite);
+}
+
+#[test]
+fn exact_json() {
+    suite::exact_json(open_sqlite);
+}
+
+#[test]
+fn newer_schema_is_refused_and_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    drop(SqliteStore::open(&path).unwrap());
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+    }
+    let err = SqliteStore::open(&path).unwrap_err();
+    match &err {
+        RecorderError::SchemaTooNew {
+            path: reported,
+            found,
+            supported,
+        } => {
+            assert_eq!(reported, &path);
+            assert_eq!(*found, 99);
+            assert!(*supported < 99);
+        }
+        other => panic!("expected SchemaTooNew, got {other}"),
+    }
+    assert!(err.to_string().contains("store.db"), "{err}");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 99);
+}
+
+#[test]
+fn older_schema_is_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    // An empty file at version 0 is migrated to the current version.
+    drop(rusqlite::Connection::open(&path).unwrap());
+    let store = SqliteStore::open(&path).unwrap();
+    assert!(store.schema_version().unwrap() >= 1);
+    assert_eq!(store.counts().unwrap().traces, 0);
+}
+
+#[test]
+fn errors_name_the_store_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("not-a-db.db");
+    std::fs::write(&garbage, vec![b'x'; 4096]).unwrap();
+    let err = SqliteStore::open(&garbage).unwrap_err();
+    assert!(matches!(err, RecorderError::Sqlite { .. }), "{err}");
+    assert!(err.to_string().contains("not-a-db.db"), "{err}");
+    let missing_dir = dir.path().join("no/such/dir/store.db");
+    let err = SqliteStore::open(&missing_dir).unwrap_err();
+    assert!(err.to_string().contains("no/such/dir"), "{err}");
+}
+
+#[test]
+fn two_handles_share_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let mut writer = SqliteStore::open(&path).unwrap();
+    let reader = SqliteStore::open(&path).unwrap();
+    let (traces, steps) = suite::fixture();
+    writer.append(&traces, &steps).unwrap();
+    assert_eq!(reader.counts().unwrap().steps, 9);
+    // A tool first interned by the other handle is found, not duplicated.
+    let mut other = SqliteStore::open(&path).unwrap();
+    let extra = chainweaver_recorder::model::ObservedStep::new(
+        "d-third",
+        0,
+        "search",
+        serde_json::json!({}),
+    );
+    other.append(&[], &[extra]).unwrap();
+    let tools: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM tools", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tools, 6);
+}
