@@ -8,6 +8,7 @@ mod chain;
 mod cli;
 mod compile;
 mod flows;
+mod registry;
 mod replay;
 mod runtime;
 mod tools;
