@@ -410,12 +410,12 @@ impl FlowExecutor {
                 ((self.ids)(flow.name(), now), now)
             }
         };
-        let emit = |event: FlowEvent| {
+        let emit = |make: &dyn Fn() -> FlowEvent| {
             if let Some(events) = events {
-                let _ = events.send(event);
+                let _ = events.send(make());
             }
         };
-        emit(FlowEvent::FlowStart {
+        emit(&|| FlowEvent::FlowStart {
             trace_id: trace_id.clone(),
             flow_name: flow.name().to_string(),
             flow_version: flow.version().to_string(),
@@ -440,7 +440,7 @@ impl FlowExecutor {
                 total_duration_ms: millis(clock.elapsed()),
                 initial_input: Some(input),
             };
-            emit(FlowEvent::FlowEnd {
+            emit(&|| FlowEvent::FlowEnd {
                 trace_id: trace_id.clone(),
                 success,
                 result: Box::new(result.clone()),
@@ -472,7 +472,7 @@ impl FlowExecutor {
                 cache_hit: false,
                 skipped: false,
             };
-            emit(FlowEvent::StepEnd {
+            emit(&|| FlowEvent::StepEnd {
                 trace_id: trace_id.clone(),
                 record: Box::new(record.clone()),
             });
@@ -484,33 +484,35 @@ impl FlowExecutor {
         for (key, value) in &options.dynamic_params {
             context.insert(key.clone(), value.clone());
         }
-        let (completed, records) = match resume {
+        let (completed, mut records) = match resume {
             Some(checkpoint) => (checkpoint.completed, checkpoint.records),
-            None => (Vec::new(), Vec::new()),
+            None => (Vec::new(), Vec::with_capacity(plan.views.len())),
         };
         let done: HashSet<usize> = completed.iter().map(|c| c.step_index).collect();
         // Replay merges in flow order (level, then declaration) as the original run did.
-        for level in &plan.levels {
-            for &index in level {
-                if let Some(step) = completed.iter().find(|c| c.step_index == index) {
-                    merge_into(&mut context, &step.merged);
+        if !completed.is_empty() {
+            for level in &plan.levels {
+                for &index in level {
+                    if let Some(step) = completed.iter().find(|c| c.step_index == index) {
+                        merge_into(&mut context, step.merged.clone());
+                    }
                 }
             }
         }
-        let progress = Mutex::new(Progress { completed, records });
+        // Only kept when checkpoints are saved: the resumable state so far.
+        let progress = Mutex::new(Progress {
+            completed,
+            records: if self.checkpoints.is_some() {
+                records.clone()
+            } else {
+                Vec::new()
+            },
+        });
         let mut failed = false;
         for level in &plan.levels {
-            let pending: Vec<usize> = level
-                .iter()
-                .copied()
-                .filter(|i| !done.contains(i))
-                .collect();
-            if pending.is_empty() {
-                continue;
-            }
-            let offload = pending.len() > 1;
-            let outcomes: Vec<(usize, StepOutcome)> = if offload {
-                let futures = pending.iter().map(|&index| {
+            let offload = level.iter().filter(|i| !done.contains(i)).count() > 1;
+            let outcomes: Vec<StepOutcome> = if offload {
+                let futures = level.iter().filter(|i| !done.contains(i)).map(|&index| {
                     let context = &context;
                     let plan = &plan;
                     let secrets = &secrets;
@@ -519,40 +521,39 @@ impl FlowExecutor {
                     let input = &input;
                     async move {
                         let outcome = self
-                            .run_step(plan, index, context, true, secrets, trace_id, &emit)
+                            .run_step(plan, index, context, true, secrets, trace_id, events)
                             .await;
                         self.save_progress(
                             flow, trace_id, started_at, input, progress, index, &outcome,
                         );
-                        (index, outcome)
+                        outcome
                     }
                 });
                 futures::future::join_all(futures).await
-            } else {
-                let index = pending[0];
+            } else if let Some(&index) = level.iter().find(|i| !done.contains(i)) {
                 let outcome = self
-                    .run_step(&plan, index, &context, false, &secrets, &trace_id, &emit)
+                    .run_step(&plan, index, &context, false, &secrets, &trace_id, events)
                     .await;
                 self.save_progress(
                     flow, &trace_id, started_at, &input, &progress, index, &outcome,
                 );
-                vec![(index, outcome)]
+                vec![outcome]
+            } else {
+                continue;
             };
-            for (_, outcome) in &outcomes {
-                if let Some(merge) = &outcome.merge {
+            for outcome in outcomes {
+                if let Some(merge) = outcome.merge {
                     merge_into(&mut context, merge);
                 }
                 failed |= outcome.fatal;
+                records.push(outcome.record);
             }
             if failed {
                 break;
             }
         }
-        let Progress { mut records, .. } = progress
-            .into_inner()
-            .map_err(|_| Error::Runtime("progress lock poisoned".into()))?;
         // Log order: flow order (level, then declaration), whatever order steps finished in.
-        let position: Vec<usize> = {
+        if plan.views.iter().any(|v| v.is_dag) {
             let mut position = vec![0; plan.views.len()];
             let mut next = 0;
             for level in &plan.levels {
@@ -561,24 +562,26 @@ impl FlowExecutor {
                     next += 1;
                 }
             }
-            position
-        };
-        records.sort_by_key(|r| {
-            usize::try_from(r.step_index)
-                .map(|i| position.get(i).copied().unwrap_or(i))
-                .unwrap_or(0)
-        });
+            records.sort_by_key(|r| {
+                usize::try_from(r.step_index)
+                    .map(|i| position.get(i).copied().unwrap_or(i))
+                    .unwrap_or(0)
+            });
+        } else {
+            records.sort_by_key(|r| r.step_index);
+        }
         if !failed && let Some(sink) = &self.checkpoints {
             sink.clear(&trace_id)?;
         }
         let final_output = if failed {
             None
         } else {
-            Some(secrets.redact_context(&context))
+            Some(secrets.redact_context(context))
         };
         Ok(finish(!failed, final_output, records, input))
     }
 
+    /// Record a finished step in the resumable state and save a checkpoint (when a sink is set).
     #[allow(clippy::too_many_arguments)]
     fn save_progress(
         &self,
@@ -590,20 +593,19 @@ impl FlowExecutor {
         index: usize,
         outcome: &StepOutcome,
     ) {
+        // A fatal step is not part of the resumable state: it runs again on resume.
+        let Some(sink) = self.checkpoints.as_ref().filter(|_| !outcome.fatal) else {
+            return;
+        };
         let snapshot = {
             let Ok(mut progress) = progress.lock() else {
                 return;
             };
             progress.records.push(outcome.record.clone());
-            if !outcome.fatal {
-                progress.completed.push(CompletedStep {
-                    step_index: index,
-                    merged: outcome.merge.clone().unwrap_or_default(),
-                });
-            }
-            if outcome.fatal || self.checkpoints.is_none() {
-                return;
-            }
+            progress.completed.push(CompletedStep {
+                step_index: index,
+                merged: outcome.merge.clone().unwrap_or_default(),
+            });
             Checkpoint {
                 flow_name: flow.name().to_string(),
                 flow_version: flow.version().to_string(),
@@ -611,24 +613,11 @@ impl FlowExecutor {
                 started_at,
                 initial_input: input.clone(),
                 completed: progress.completed.clone(),
-                // A fatal record is not part of the resumable state: that step runs again.
-                records: progress
-                    .records
-                    .iter()
-                    .filter(|r| {
-                        progress
-                            .completed
-                            .iter()
-                            .any(|c| c.step_index as i64 == r.step_index)
-                    })
-                    .cloned()
-                    .collect(),
+                records: progress.records.clone(),
             }
         };
-        if let Some(sink) = &self.checkpoints {
-            // A failed save must not fail the step: the run goes on, resumability degrades.
-            let _ = sink.save(&snapshot);
-        }
+        // A failed save must not fail the step: the run goes on, resumability degrades.
+        let _ = sink.save(&snapshot);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -640,17 +629,19 @@ impl FlowExecutor {
         offload: bool,
         secrets: &Secrets,
         trace_id: &str,
-        emit: &(dyn Fn(FlowEvent) + Sync),
+        events: Option<&EventSender>,
     ) -> StepOutcome {
         let view = &plan.views[index];
         let step = &view.step;
         let (tool, fallback) = &plan.tools[index];
-        emit(FlowEvent::StepStart {
-            trace_id: trace_id.to_string(),
-            step_index: index,
-            step_id: view.is_dag.then(|| view.id.clone()),
-            tool_name: step.tool_name.clone(),
-        });
+        if let Some(events) = events {
+            let _ = events.send(FlowEvent::StepStart {
+                trace_id: trace_id.to_string(),
+                step_index: index,
+                step_id: view.is_dag.then(|| view.id.clone()),
+                tool_name: step.tool_name.clone(),
+            });
+        }
         let started_at = Utc::now();
         let clock = Instant::now();
         let mut record = StepRecord {
@@ -678,11 +669,13 @@ impl FlowExecutor {
                 Err(err) => Err(err),
                 Ok(input) => {
                     record.inputs = secrets.redact_input(step, &input);
+                    // The fallback gets the same resolved input; copy it only when there is one.
+                    let fallback_input = fallback.as_ref().map(|_| input.clone());
                     let mut result = self
-                        .call_with_retries(tool, step, &input, offload, &mut record)
+                        .call_with_retries(tool, step, input, offload, &mut record)
                         .await;
                     if result.is_err()
-                        && let Some(fallback) = fallback
+                        && let (Some(fallback), Some(input)) = (fallback, fallback_input)
                     {
                         record.fallback_used = true;
                         record.fallback_tool_name = Some(fallback.name().to_string());
@@ -696,7 +689,7 @@ impl FlowExecutor {
         let (merge, error) = match result {
             Ok(outputs) => {
                 let merged = mapped_outputs(step, index, &outputs);
-                record.outputs = Some(secrets.redact_object(&outputs));
+                record.outputs = Some(secrets.redact_owned(outputs));
                 match merged {
                     Ok(merge) => (Some(merge), None),
                     Err(err) => (None, Some(err)),
@@ -716,10 +709,12 @@ impl FlowExecutor {
         }
         record.ended_at = Utc::now();
         record.duration_ms = millis(clock.elapsed());
-        emit(FlowEvent::StepEnd {
-            trace_id: trace_id.to_string(),
-            record: Box::new(record.clone()),
-        });
+        if let Some(events) = events {
+            let _ = events.send(FlowEvent::StepEnd {
+                trace_id: trace_id.to_string(),
+                record: Box::new(record.clone()),
+            });
+        }
         StepOutcome {
             record,
             merge: if error.is_none() {
@@ -736,7 +731,7 @@ impl FlowExecutor {
         &self,
         tool: &Tool,
         step: &chainweaver_recorder::model::flow::FlowStep,
-        input: &JsonObject,
+        input: JsonObject,
         offload: bool,
         record: &mut StepRecord,
     ) -> Result<JsonObject> {
@@ -748,6 +743,9 @@ impl FlowExecutor {
             ),
             None => (0, 0.0, 1.0),
         };
+        if retries == 0 {
+            return self.call_cached(tool, input, offload, record).await;
+        }
         let mut attempt = 0;
         loop {
             let result = self.call_cached(tool, input.clone(), offload, record).await;
@@ -791,9 +789,9 @@ fn is_input_error(err: &Error) -> bool {
     matches!(err, Error::SchemaValidation { stage, .. } if stage == "input")
 }
 
-fn merge_into(context: &mut JsonObject, merge: &JsonObject) {
+fn merge_into(context: &mut JsonObject, merge: JsonObject) {
     for (key, value) in merge {
-        context.insert(key.clone(), value.clone());
+        context.insert(key, value);
     }
 }
 
@@ -855,6 +853,15 @@ impl Secrets {
         }
     }
 
+    /// Like [`Secrets::redact_object`], without a copy when there is nothing to redact.
+    fn redact_owned(&self, map: JsonObject) -> JsonObject {
+        if self.is_empty() {
+            map
+        } else {
+            self.redact_object(&map)
+        }
+    }
+
     fn redact_object(&self, map: &JsonObject) -> JsonObject {
         if self.is_empty() {
             return map.clone();
@@ -896,19 +903,19 @@ impl Secrets {
     }
 
     /// The final context: dynamic parameter keys redacted.
-    fn redact_context(&self, context: &JsonObject) -> JsonObject {
+    fn redact_context(&self, context: JsonObject) -> JsonObject {
         if self.is_empty() {
-            return context.clone();
+            return context;
         }
         context
-            .iter()
+            .into_iter()
             .map(|(key, value)| {
-                let value = if self.keys.contains(key) {
+                let value = if self.keys.contains(&key) {
                     Value::String(REDACTED.into())
                 } else {
-                    self.redact_value(value)
+                    self.redact_value(&value)
                 };
-                (key.clone(), value)
+                (key, value)
             })
             .collect()
     }
