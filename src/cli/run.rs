@@ -44,6 +44,9 @@ pub struct RunArgs {
     /// Also write the execution result (JSON) to this file, e.g. for `chainweaver replay`.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
+    /// Also store the run as a trace (source `flow`) in the store.
+    #[arg(long)]
+    pub record: bool,
 }
 
 /// Turn a library error into a [`Failure`] with its stable code and a hint.
@@ -234,6 +237,18 @@ pub fn run(args: RunArgs, global: &Global) -> anyhow::Result<u8> {
     if let Some(path) = &args.save {
         let text = serde_json::to_string_pretty(&result)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.record {
+        let (trace, steps) = result.to_observed();
+        let mut store = chainweaver::recorder::store::open_store(&global.store)
+            .with_context(|| format!("opening the store {}", global.store.display()))?;
+        store.append(&[trace], &steps).with_context(|| {
+            format!(
+                "storing trace {} in {}",
+                result.trace_id,
+                global.store.display()
+            )
+        })?;
     }
     write_result(&result, global)?;
     Ok(if result.success {
