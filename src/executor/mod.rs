@@ -16,6 +16,7 @@ pub mod checkpoint;
 pub mod events;
 pub mod record;
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,11 +27,11 @@ use chrono::Utc;
 use serde_json::{Map, Value};
 
 use chainweaver_recorder::model::Timestamp;
-use chainweaver_recorder::model::flow::{FlowDefinition, OnError};
+use chainweaver_recorder::model::flow::{FlowDefinition, FlowStep, OnError};
 
 use crate::error::{Error, Result};
 use crate::flow::mapping::{Source, build_input, mapped_outputs};
-use crate::flow::{StepView, compile_flow, flow_input_schema, levels, step_views};
+use crate::flow::{compile_flow, flow_input_schema, levels, step_views};
 use crate::registry::FlowRegistry;
 use crate::tool::{JsonObject, Tool, ToolRegistry};
 
@@ -114,9 +115,14 @@ struct Progress {
     records: Vec<StepRecord>,
 }
 
+/// A step to run and its DAG id.
+type PlanStep<'a> = (Cow<'a, FlowStep>, Option<&'a str>);
+
 /// What the core needs for one run.
-struct RunPlan {
-    views: Vec<StepView>,
+struct RunPlan<'a> {
+    /// Each step, borrowed from the definition where possible, with its DAG id.
+    steps: Vec<PlanStep<'a>>,
+    is_dag: bool,
     levels: Vec<Vec<usize>>,
     tools: Vec<(Arc<Tool>, Option<Arc<Tool>>)>,
 }
@@ -351,33 +357,45 @@ impl FlowExecutor {
             .ok_or_else(|| missing("no checkpoint saved"))
     }
 
-    fn plan(&self, flow: &FlowDefinition) -> Result<RunPlan> {
-        let views = step_views(flow);
-        let levels = match levels(&views) {
-            Ok(levels) => levels,
-            Err(_) => {
-                let report = compile_flow(flow, &self.tools);
-                return Err(Error::FlowCompile {
+    fn plan<'a>(&self, flow: &'a FlowDefinition) -> Result<RunPlan<'a>> {
+        // Borrow linear steps (the hot path); DAG steps are converted once per run.
+        let (steps, levels): (Vec<PlanStep<'a>>, Vec<Vec<usize>>) = match flow {
+            FlowDefinition::Linear(linear) => (
+                linear
+                    .steps
+                    .iter()
+                    .map(|s| (Cow::Borrowed(s), None))
+                    .collect(),
+                (0..linear.steps.len()).map(|i| vec![i]).collect(),
+            ),
+            FlowDefinition::Dag(dag) => {
+                let levels = levels(&step_views(flow)).map_err(|_| Error::FlowCompile {
                     flow: flow.name().to_string(),
-                    findings: report.findings,
-                });
+                    findings: compile_flow(flow, &self.tools).findings,
+                })?;
+                let steps = dag
+                    .steps
+                    .iter()
+                    .map(|s| (Cow::Owned(s.as_flow_step()), Some(s.step_id.as_str())))
+                    .collect();
+                (steps, levels)
             }
         };
-        let mut tools = Vec::with_capacity(views.len());
-        for view in &views {
+        let mut tools = Vec::with_capacity(steps.len());
+        for (index, (step, _)) in steps.iter().enumerate() {
             let tool = self
                 .tools
-                .get(&view.step.tool_name)
+                .get(&step.tool_name)
                 .ok_or_else(|| Error::UnknownTool {
-                    tool: view.step.tool_name.clone(),
-                    step: Some(view.index),
+                    tool: step.tool_name.clone(),
+                    step: Some(index),
                 })?;
-            let fallback = match &view.step.on_error {
+            let fallback = match &step.on_error {
                 OnError::Fallback(name) => {
                     Some(Arc::clone(self.tools.get(name).ok_or_else(|| {
                         Error::UnknownTool {
                             tool: name.clone(),
-                            step: Some(view.index),
+                            step: Some(index),
                         }
                     })?))
                 }
@@ -386,7 +404,8 @@ impl FlowExecutor {
             tools.push((Arc::clone(tool), fallback));
         }
         Ok(RunPlan {
-            views,
+            steps,
+            is_dag: matches!(flow, FlowDefinition::Dag(_)),
             levels,
             tools,
         })
@@ -486,7 +505,7 @@ impl FlowExecutor {
         }
         let (completed, mut records) = match resume {
             Some(checkpoint) => (checkpoint.completed, checkpoint.records),
-            None => (Vec::new(), Vec::with_capacity(plan.views.len())),
+            None => (Vec::new(), Vec::with_capacity(plan.steps.len())),
         };
         let done: HashSet<usize> = completed.iter().map(|c| c.step_index).collect();
         // Replay merges in flow order (level, then declaration) as the original run did.
@@ -553,8 +572,8 @@ impl FlowExecutor {
             }
         }
         // Log order: flow order (level, then declaration), whatever order steps finished in.
-        if plan.views.iter().any(|v| v.is_dag) {
-            let mut position = vec![0; plan.views.len()];
+        if plan.is_dag {
+            let mut position = vec![0; plan.steps.len()];
             let mut next = 0;
             for level in &plan.levels {
                 for &index in level {
@@ -623,7 +642,7 @@ impl FlowExecutor {
     #[allow(clippy::too_many_arguments)]
     async fn run_step(
         &self,
-        plan: &RunPlan,
+        plan: &RunPlan<'_>,
         index: usize,
         context: &JsonObject,
         offload: bool,
@@ -631,14 +650,14 @@ impl FlowExecutor {
         trace_id: &str,
         events: Option<&EventSender>,
     ) -> StepOutcome {
-        let view = &plan.views[index];
-        let step = &view.step;
+        let (step, step_id) = &plan.steps[index];
+        let step: &FlowStep = step;
         let (tool, fallback) = &plan.tools[index];
         if let Some(events) = events {
             let _ = events.send(FlowEvent::StepStart {
                 trace_id: trace_id.to_string(),
                 step_index: index,
-                step_id: view.is_dag.then(|| view.id.clone()),
+                step_id: step_id.map(str::to_string),
                 tool_name: step.tool_name.clone(),
             });
         }
@@ -646,7 +665,7 @@ impl FlowExecutor {
         let clock = Instant::now();
         let mut record = StepRecord {
             step_index: index as i64,
-            step_id: view.is_dag.then(|| view.id.clone()),
+            step_id: step_id.map(str::to_string),
             tool_name: step.tool_name.clone(),
             inputs: Map::new(),
             outputs: None,
@@ -730,7 +749,7 @@ impl FlowExecutor {
     async fn call_with_retries(
         &self,
         tool: &Tool,
-        step: &chainweaver_recorder::model::flow::FlowStep,
+        step: &FlowStep,
         input: JsonObject,
         offload: bool,
         record: &mut StepRecord,
@@ -872,11 +891,7 @@ impl Secrets {
     }
 
     /// A step's input: fields mapped from a dynamic parameter are redacted whatever their type.
-    fn redact_input(
-        &self,
-        step: &chainweaver_recorder::model::flow::FlowStep,
-        input: &JsonObject,
-    ) -> JsonObject {
+    fn redact_input(&self, step: &FlowStep, input: &JsonObject) -> JsonObject {
         if self.is_empty() {
             return input.clone();
         }
