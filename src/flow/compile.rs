@@ -511,31 +511,41 @@ fn check_sources(
                       pointer: &str,
                       tokens: &[String]|
      -> Types {
+        let key = tokens.first().cloned().unwrap_or_default();
+        if !shape.keys.contains_key(&key) && others.keys.contains_key(&key) {
+            // Only a step this one does not wait for produces the key. Certain trouble when
+            // nothing else could supply it; a warning when the flow input (or an ancestor with
+            // undeclared outputs) might.
+            let certain = declared_input && !shape.open;
+            checker.push(
+                "context_key_not_from_ancestor",
+                if certain {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                Some(view),
+                Some(&view.step.tool_name),
+                Some(field),
+                pointer.to_string(),
+                format!(
+                    "context key `{key}` is produced only by a step this one does not depend on"
+                ),
+            );
+            return None;
+        }
         match shape.lookup(tokens) {
             Ok(schema) => schema_types(schema.as_ref()),
             Err(()) => {
-                let key = tokens.first().cloned().unwrap_or_default();
-                if others.keys.contains_key(&key) {
-                    checker.push(
-                        "context_key_not_from_ancestor",
-                        if declared_input { Severity::Error } else { Severity::Warning },
-                        Some(view),
-                        Some(&view.step.tool_name),
-                        Some(field),
-                        pointer.to_string(),
-                        format!("context key `{key}` is produced only by a step this one does not depend on"),
-                    );
-                } else {
-                    checker.push(
-                        "unavailable_context_key",
-                        Severity::Error,
-                        Some(view),
-                        Some(&view.step.tool_name),
-                        Some(field),
-                        pointer.to_string(),
-                        format!("context key `{key}` is neither a flow input nor an output of an earlier step"),
-                    );
-                }
+                checker.push(
+                    "unavailable_context_key",
+                    Severity::Error,
+                    Some(view),
+                    Some(&view.step.tool_name),
+                    Some(field),
+                    pointer.to_string(),
+                    format!("context key `{key}` is neither a flow input nor an output of an earlier step"),
+                );
                 None
             }
         }

@@ -13,7 +13,8 @@
 //!
 //! The program gets the validated input as one JSON object on stdin and answers one JSON object
 //! on stdout. A non-zero exit, a missing program or output that is not JSON fails the call with
-//! a message naming the tool and the manifest. On timeout the child is killed.
+//! a message naming the tool and the manifest. On timeout the child is killed. A tool without
+//! `timeout_seconds` gets [`DEFAULT_TIMEOUT_SECONDS`], so a stuck program never hangs a run.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,6 +26,9 @@ use tokio::io::AsyncWriteExt;
 
 use crate::error::{Error, Result};
 use crate::tool::{JsonObject, Tool, ToolFailure, ToolFn, ToolRegistry, any_object_schema};
+
+/// The timeout of a command tool whose manifest entry does not set one.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -138,7 +142,9 @@ pub fn parse_manifest(text: &str, path: &Path, dir: &Path) -> Result<ToolRegistr
             .description(entry.description)
             .input_schema(input_schema)
             .output_schema(output_schema)
-            .timeout_seconds(entry.timeout_seconds)
+            .timeout_seconds(Some(
+                entry.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS),
+            ))
             .max_output_size(entry.max_output_size)
             .schema_version(entry.schema_version.unwrap_or_else(|| "1".into()))
             .cacheable(entry.cacheable)

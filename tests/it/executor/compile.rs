@@ -244,6 +244,20 @@ fn dag_context_is_the_union_of_transitive_ancestors() {
         dag(json!(["mid"])).findings.is_empty(),
         "fetch is a transitive ancestor"
     );
+    // Without a declared flow input the key might come from the input: a warning.
+    let open = compile_flow(
+        &flow(json!({"name": "d", "steps": [
+            {"step_id": "f", "tool_name": "fetch", "input_mapping": {"url": "url"}},
+            {"step_id": "s", "tool_name": "store", "input_mapping": {"records": "/data/rows"}}
+        ]})),
+        &tools(),
+    );
+    only(
+        &open,
+        "context_key_not_from_ancestor",
+        Severity::Warning,
+        "/steps/1/input_mapping/records",
+    );
     let report = dag(json!(["sibling"]));
     only(
         &report,
