@@ -276,10 +276,14 @@ mod tests {
 
     #[test]
     fn linear_and_dag_are_told_apart_and_round_trip() {
-        let linear = json!({"name": "etl", "steps": [
-            {"tool_name": "fetch", "input_mapping": {"url": "url", "limit": 10.50}},
-            {"tool_name": "store", "on_error": "fallback:store_backup"}
-        ]});
+        // Parsed from text: `json!` would turn the literal 10.50 into an f64 and lose its spelling.
+        let linear: Value = serde_json::from_str(
+            r#"{"name": "etl", "steps": [
+                {"tool_name": "fetch", "input_mapping": {"url": "url", "limit": 10.50}},
+                {"tool_name": "store", "on_error": "fallback:store_backup"}
+            ]}"#,
+        )
+        .unwrap();
         let parsed = FlowDefinition::from_value(linear).unwrap();
         let FlowDefinition::Linear(flow) = &parsed else {
             panic!("expected a linear flow, got {parsed:?}")
