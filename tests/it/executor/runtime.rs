@@ -448,3 +448,72 @@ fn memory_checkpoints_hold_progress_of_a_failed_run() {
         "the failed step is not part of the resumable state"
     );
 }
+
+#[test]
+fn a_dag_resumes_inside_a_half_finished_level() {
+    let sink = Arc::new(MemoryCheckpoints::new());
+    // s0 and s2 share the first level; s2 hangs in the first run. s3 waits for both.
+    let definition = flow(json!({"name": "dag_crash", "steps": [
+        {"step_id": "a", "tool_name": "s0", "input_mapping": {"n": 10}, "output_mapping": {"from_a": "n"}},
+        {"step_id": "b", "tool_name": "s2", "input_mapping": {"n": 20}, "output_mapping": {"from_b": "n"}},
+        {"step_id": "c", "tool_name": "s3", "input_mapping": {"n": "from_a"}, "depends_on": ["a", "b"]}
+    ]}));
+    let first: [Calls; 4] = Default::default();
+    let executor = FlowExecutor::new(crash_tools(
+        [&first[0], &first[1], &first[2], &first[3]],
+        true,
+    ))
+    .with_checkpoints(sink.clone())
+    .with_id_generator(|_, _| "dag-1".to_string());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let crashed = runtime.block_on(async {
+        tokio::time::timeout(
+            Duration::from_millis(300),
+            executor.execute_async(&definition, obj(json!({})), &RunOptions::default()),
+        )
+        .await
+    });
+    assert!(crashed.is_err());
+    let checkpoint = sink.load("dag-1").unwrap().unwrap();
+    assert_eq!(
+        checkpoint
+            .completed
+            .iter()
+            .map(|c| c.step_index)
+            .collect::<Vec<_>>(),
+        vec![0]
+    );
+
+    let second: [Calls; 4] = Default::default();
+    let executor = FlowExecutor::new(crash_tools(
+        [&second[0], &second[1], &second[2], &second[3]],
+        false,
+    ))
+    .with_checkpoints(sink.clone());
+    let result = executor
+        .resume_flow(&definition, checkpoint, &RunOptions::default())
+        .unwrap();
+    assert!(result.success, "{result:?}");
+    assert_eq!(
+        second.iter().map(Calls::get).collect::<Vec<_>>(),
+        vec![0, 0, 1, 1]
+    );
+    let output = result.final_output.unwrap();
+    assert_eq!(
+        (
+            output["from_a"].clone(),
+            output["from_b"].clone(),
+            output["n"].clone()
+        ),
+        (json!(11), json!(21), json!(12))
+    );
+    let ids: Vec<&str> = result
+        .execution_log
+        .iter()
+        .map(|r| r.step_id.as_deref().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["a", "b", "c"]);
+}
