@@ -1,8 +1,28 @@
 //! # chainweaver
 //!
 //! Tools, flows, the executor, replay and verification, over the recorder's data model.
+//!
+//! - [`tool`]: [`Tool`](tool::Tool) (schema-validated callables) and command tools from a TOML
+//!   manifest.
+//! - [`flow`]: flow files (JSON / YAML), input and output mappings, and
+//!   [`compile_flow`](flow::compile_flow) with its stable finding codes.
+//! - [`executor`]: [`FlowExecutor`](executor::FlowExecutor), its records, events, step cache and
+//!   checkpoints.
+//! - [`registry`]: [`FlowRegistry`](registry::FlowRegistry), versions and lifecycle.
+//! - [`replay`]: replay in verify and execute modes.
+//! - [`chain_tool`]: chain tools (`chain_config`) imported as flows.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub use chainweaver_analyzer as analyzer;
 pub use chainweaver_recorder as recorder;
+
+pub mod chain_tool;
+pub mod error;
+pub mod executor;
+pub mod flow;
+pub mod registry;
+pub mod replay;
+pub mod tool;
+
+pub use error::{Error, Result};

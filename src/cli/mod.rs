@@ -1,5 +1,9 @@
 //! The command line: one module a command, errors mapped to exit codes in one place.
 
+pub mod flows;
+pub mod replay;
+pub mod run;
+
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -118,6 +122,12 @@ pub enum Command {
     /// Generate synthetic agent traffic with planted flows.
     #[command(subcommand)]
     Datasets(datasets::DatasetsCommand),
+    /// Run a flow file (or a registered flow) with command tools.
+    Run(run::RunArgs),
+    /// Validate flow files; list, show and register flows in the store.
+    Flows(flows::FlowsArgs),
+    /// Replay a saved execution result and compare it step by step.
+    Replay(replay::ReplayArgs),
 }
 
 /// A failure the user can act on, with the exit code it maps to and an optional hint.
@@ -198,5 +208,8 @@ fn run(mut cli: Cli) -> anyhow::Result<u8> {
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
         Command::Tui(args) => tui::run(args, global),
+        Command::Run(args) => run::run(args, global),
+        Command::Flows(args) => flows::run(args, global),
+        Command::Replay(args) => replay::run(args, global),
     }
 }

@@ -1,5 +1,7 @@
 //! End-to-end tests of the `chainweaver` binary and the executor, one module a topic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod cli;
 mod executor;
 mod tui;

@@ -880,6 +880,8 @@ fn assemble(
                         output_mapping: output_mappings[s].clone(),
                         retry_policy: None,
                         on_error: Default::default(),
+                        input_templates: Default::default(),
+                        output_key: None,
                     }
                 })
                 .collect(),

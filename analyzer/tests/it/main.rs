@@ -1,5 +1,7 @@
 //! Integration tests of the analyzer crate, one module a topic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod ground_truth;
 mod infer;
 mod spm;

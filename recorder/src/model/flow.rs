@@ -3,6 +3,8 @@
 //! The executor in the root crate interprets these; the store persists them; the miner emits
 //! them. JSON and YAML files hold the same shapes.
 
+use std::collections::BTreeMap;
+
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -47,6 +49,16 @@ pub struct FlowStep {
     /// Absent: every output key merges as is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_mapping: Option<Map<String, Value>>,
+    /// `{tool input field: template}`: strings with `{{key}}` / `{{key.path}}` placeholders
+    /// filled from the context (imported chain tools use these). A template that is exactly one
+    /// placeholder yields the value itself, typed; a template without placeholders is a string
+    /// literal.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_templates: BTreeMap<String, String>,
+    /// Merge the whole output object into the context under this one key instead of key by key
+    /// (applied after `output_mapping`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<RetryPolicy>,
     #[serde(default, skip_serializing_if = "is_default")]
@@ -60,6 +72,8 @@ impl FlowStep {
             tool_name: tool_name.into(),
             input_mapping,
             output_mapping: None,
+            input_templates: BTreeMap::new(),
+            output_key: None,
             retry_policy: None,
             on_error: OnError::Fail,
         }
@@ -97,6 +111,16 @@ pub struct DagFlowStep {
     pub input_mapping: Map<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_mapping: Option<Map<String, Value>>,
+    /// `{tool input field: template}`: strings with `{{key}}` / `{{key.path}}` placeholders
+    /// filled from the context (imported chain tools use these). A template that is exactly one
+    /// placeholder yields the value itself, typed; a template without placeholders is a string
+    /// literal.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub input_templates: BTreeMap<String, String>,
+    /// Merge the whole output object into the context under this one key instead of key by key
+    /// (applied after `output_mapping`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_key: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_policy: Option<RetryPolicy>,
     #[serde(default, skip_serializing_if = "is_default")]
@@ -110,6 +134,8 @@ impl DagFlowStep {
             tool_name: self.tool_name.clone(),
             input_mapping: self.input_mapping.clone(),
             output_mapping: self.output_mapping.clone(),
+            input_templates: self.input_templates.clone(),
+            output_key: self.output_key.clone(),
             retry_policy: self.retry_policy.clone(),
             on_error: self.on_error.clone(),
         }
@@ -250,7 +276,7 @@ mod tests {
 
     #[test]
     fn linear_and_dag_are_told_apart_and_round_trip() {
-        // Parsed from text: the json! macro would turn 10.50 into an f64 before serde sees it.
+        // Parsed from text: `json!` would turn the literal 10.50 into an f64 and lose its spelling.
         let linear: Value = serde_json::from_str(
             r#"{"name": "etl", "steps": [
                 {"tool_name": "fetch", "input_mapping": {"url": "url", "limit": 10.50}},

@@ -1,5 +1,7 @@
 //! Integration tests of the recorder crate, one module a topic.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod capture;
 mod import;
 mod parquet;

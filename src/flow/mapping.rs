@@ -1,0 +1,309 @@
+//! Building a step's input from the context, and merging its output back.
+//!
+//! `input_mapping` values: a plain string is a top-level context key, a string starting with `/`
+//! is an RFC 6901 JSON pointer into the context, anything else is a literal. No mapping (and no
+//! templates) passes the whole context. `input_templates` fill `{{key}}` / `{{key.path}}`
+//! placeholders. `output_mapping` `{context key: output key}` renames and prunes outputs;
+//! `output_key` nests the whole output under one key.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::tool::JsonObject;
+
+use chainweaver_recorder::model::flow::FlowStep;
+
+/// Where one input field comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source<'a> {
+    /// A top-level context key.
+    Key(&'a str),
+    /// A JSON pointer into the context.
+    Pointer(&'a str),
+    /// A constant.
+    Literal(&'a Value),
+}
+
+impl<'a> Source<'a> {
+    /// Classify one `input_mapping` value.
+    pub fn of(value: &'a Value) -> Self {
+        match value {
+            Value::String(text) if text.starts_with('/') => Source::Pointer(text),
+            Value::String(text) => Source::Key(text),
+            other => Source::Literal(other),
+        }
+    }
+
+    /// The top-level context key this source reads, if any.
+    pub fn root_key(&self) -> Option<String> {
+        match self {
+            Source::Key(key) => Some((*key).to_string()),
+            Source::Pointer(pointer) => pointer_tokens(pointer)
+                .ok()
+                .and_then(|tokens| tokens.into_iter().next()),
+            Source::Literal(_) => None,
+        }
+    }
+}
+
+/// Split an RFC 6901 pointer into unescaped tokens; `Err` names what is wrong.
+pub fn pointer_tokens(pointer: &str) -> Result<Vec<String>, String> {
+    if pointer.is_empty() {
+        return Ok(Vec::new());
+    }
+    let Some(rest) = pointer.strip_prefix('/') else {
+        return Err(format!("JSON pointer `{pointer}` must start with `/`"));
+    };
+    rest.split('/')
+        .map(|token| {
+            let mut out = String::with_capacity(token.len());
+            let mut chars = token.chars();
+            while let Some(c) = chars.next() {
+                if c == '~' {
+                    match chars.next() {
+                        Some('0') => out.push('~'),
+                        Some('1') => out.push('/'),
+                        _ => {
+                            return Err(format!(
+                                "JSON pointer `{pointer}`: `~` must be followed by 0 or 1"
+                            ));
+                        }
+                    }
+                } else {
+                    out.push(c);
+                }
+            }
+            Ok(out)
+        })
+        .collect()
+}
+
+/// Escape one token for a JSON pointer.
+pub fn escape_token(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+/// Follow unescaped pointer tokens from `value`.
+pub fn follow<'v>(value: &'v Value, tokens: &[String]) -> Option<&'v Value> {
+    let mut current = value;
+    for token in tokens {
+        current = match current {
+            Value::Object(map) => map.get(token)?,
+            Value::Array(items) => {
+                if token.starts_with('+') || (token.len() > 1 && token.starts_with('0')) {
+                    return None;
+                }
+                items.get(token.parse::<usize>().ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+/// Resolve a JSON pointer against the context object.
+pub fn resolve_pointer<'c>(context: &'c JsonObject, pointer: &str) -> Result<&'c Value, String> {
+    let tokens = pointer_tokens(pointer)?;
+    let Some((first, rest)) = tokens.split_first() else {
+        return Err("the empty pointer names the whole context, not a field".into());
+    };
+    let root = context
+        .get(first)
+        .ok_or_else(|| format!("JSON pointer `{pointer}`: context has no key `{first}`"))?;
+    follow(root, rest)
+        .ok_or_else(|| format!("JSON pointer `{pointer}` matches nothing in the context"))
+}
+
+/// Parsed `{{...}}` template pieces.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TemplatePart {
+    Text(String),
+    /// A dotted path: first the context key, then object keys or array indexes.
+    Placeholder(Vec<String>),
+}
+
+/// Split a template into text and placeholders; `Err` for an unclosed `{{`.
+pub fn parse_template(template: &str) -> Result<Vec<TemplatePart>, String> {
+    let mut parts = Vec::new();
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        if open > 0 {
+            parts.push(TemplatePart::Text(rest[..open].to_string()));
+        }
+        let after = &rest[open + 2..];
+        let Some(close) = after.find("}}") else {
+            return Err(format!("template `{template}` has an unclosed `{{{{`"));
+        };
+        let path = after[..close].trim();
+        if path.is_empty() {
+            return Err(format!("template `{template}` has an empty placeholder"));
+        }
+        parts.push(TemplatePart::Placeholder(
+            path.split('.').map(|s| s.trim().to_string()).collect(),
+        ));
+        rest = &after[close + 2..];
+    }
+    if !rest.is_empty() {
+        parts.push(TemplatePart::Text(rest.to_string()));
+    }
+    Ok(parts)
+}
+
+/// Fill a template from the context. Exactly one placeholder and nothing else yields the value
+/// itself; otherwise the result is a string (strings inserted as is, other values as JSON).
+pub fn render_template(template: &str, context: &JsonObject) -> Result<Value, String> {
+    let parts = parse_template(template)?;
+    let lookup = |path: &[String]| -> Result<Value, String> {
+        let (first, rest) = path
+            .split_first()
+            .ok_or_else(|| "empty placeholder".to_string())?;
+        let root = context
+            .get(first)
+            .ok_or_else(|| format!("`{{{{{}}}}}`: context has no key `{first}`", path.join(".")))?;
+        follow(root, rest).cloned().ok_or_else(|| {
+            format!(
+                "`{{{{{}}}}}` matches nothing in the context",
+                path.join(".")
+            )
+        })
+    };
+    if let [TemplatePart::Placeholder(path)] = parts.as_slice() {
+        return lookup(path);
+    }
+    let mut out = String::new();
+    for part in &parts {
+        match part {
+            TemplatePart::Text(text) => out.push_str(text),
+            TemplatePart::Placeholder(path) => match lookup(path)? {
+                Value::String(text) => out.push_str(&text),
+                other => out.push_str(&other.to_string()),
+            },
+        }
+    }
+    Ok(Value::String(out))
+}
+
+/// Build a step's tool input from the context. `input_schema` lets a whole-context input drop
+/// keys a closed schema (`additionalProperties: false`) would reject.
+pub fn build_input(
+    step: &FlowStep,
+    step_index: usize,
+    context: &JsonObject,
+    input_schema: &Value,
+) -> Result<JsonObject> {
+    let fail = |field: &str, message: String| Error::InputMapping {
+        step: step_index,
+        tool: step.tool_name.clone(),
+        field: field.to_string(),
+        message,
+    };
+    if step.input_mapping.is_empty() && step.input_templates.is_empty() {
+        let closed = input_schema.get("additionalProperties") == Some(&Value::Bool(false));
+        let declared = input_schema.get("properties").and_then(Value::as_object);
+        return Ok(match (closed, declared) {
+            (true, Some(properties)) => context
+                .iter()
+                .filter(|(key, _)| properties.contains_key(*key))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+            _ => context.clone(),
+        });
+    }
+    let mut input = Map::with_capacity(step.input_mapping.len() + step.input_templates.len());
+    for (field, source) in &step.input_mapping {
+        let value = match Source::of(source) {
+            Source::Key(key) => context
+                .get(key)
+                .cloned()
+                .ok_or_else(|| fail(field, format!("context has no key `{key}`")))?,
+            Source::Pointer(pointer) => resolve_pointer(context, pointer)
+                .cloned()
+                .map_err(|message| fail(field, message))?,
+            Source::Literal(value) => value.clone(),
+        };
+        input.insert(field.clone(), value);
+    }
+    for (field, template) in &step.input_templates {
+        let value = render_template(template, context).map_err(|message| fail(field, message))?;
+        input.insert(field.clone(), value);
+    }
+    Ok(input)
+}
+
+/// What a step's outputs contribute to the context: `output_mapping` applied (a missing
+/// output key is an [`Error::OutputMapping`]), then `output_key` nesting.
+pub fn mapped_outputs(
+    step: &FlowStep,
+    step_index: usize,
+    outputs: &JsonObject,
+) -> Result<JsonObject> {
+    let mapped = match &step.output_mapping {
+        None => outputs.clone(),
+        Some(mapping) => {
+            let mut mapped = Map::with_capacity(mapping.len());
+            for (context_key, output_key) in mapping {
+                let output_key = output_key.as_str().unwrap_or_default();
+                let value = outputs
+                    .get(output_key)
+                    .ok_or_else(|| Error::OutputMapping {
+                        step: step_index,
+                        tool: step.tool_name.clone(),
+                        output_key: output_key.to_string(),
+                    })?;
+                mapped.insert(context_key.clone(), value.clone());
+            }
+            mapped
+        }
+    };
+    Ok(match &step.output_key {
+        Some(key) => {
+            let mut nested = Map::with_capacity(1);
+            nested.insert(key.clone(), Value::Object(mapped));
+            nested
+        }
+        None => mapped,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx(value: Value) -> JsonObject {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn pointers_unescape_and_reject_bad_escapes() {
+        assert_eq!(pointer_tokens("/a~1b/c~0d").unwrap(), vec!["a/b", "c~d"]);
+        assert!(pointer_tokens("/a~2").is_err());
+        let context = ctx(json!({"user": {"tags": ["x", "y"]}}));
+        assert_eq!(
+            resolve_pointer(&context, "/user/tags/1").unwrap(),
+            &json!("y")
+        );
+        assert!(resolve_pointer(&context, "/user/tags/01").is_err());
+        assert!(resolve_pointer(&context, "/nobody").is_err());
+    }
+
+    #[test]
+    fn templates_keep_types_for_a_lone_placeholder_and_interpolate_otherwise() {
+        let context = ctx(json!({"env": "prod", "n": 3, "pr": {"number": 12}}));
+        assert_eq!(render_template("{{n}}", &context).unwrap(), json!(3));
+        assert_eq!(
+            render_template("{{ pr.number }}", &context).unwrap(),
+            json!(12)
+        );
+        assert_eq!(
+            render_template("Deployed to {{env}}: #{{pr.number}}", &context).unwrap(),
+            json!("Deployed to prod: #12")
+        );
+        assert_eq!(
+            render_template("#general", &context).unwrap(),
+            json!("#general")
+        );
+        assert!(render_template("{{missing}}", &context).is_err());
+        assert!(render_template("{{open", &context).is_err());
+    }
+}

@@ -1,0 +1,300 @@
+//! Command tools: external programs declared in a TOML manifest.
+//!
+//! ```toml
+//! [[tool]]
+//! name = "add"
+//! description = "Add two numbers"
+//! argv = ["python3", "add.py"]          # relative paths resolve against the manifest's folder
+//! timeout_seconds = 5
+//! read_only = true
+//! input_schema = { type = "object", properties = { a = { type = "number" } }, required = ["a"] }
+//! output_schema = { type = "object" }
+//! ```
+//!
+//! The program gets the validated input as one JSON object on stdin and answers one JSON object
+//! on stdout. A non-zero exit, a missing program or output that is not JSON fails the call with
+//! a message naming the tool and the manifest. On timeout the child is killed. A tool without
+//! `timeout_seconds` gets [`DEFAULT_TIMEOUT_SECONDS`], so a stuck program never hangs a run.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::io::AsyncWriteExt;
+
+use crate::error::{Error, Result};
+use crate::tool::{JsonObject, Tool, ToolFailure, ToolFn, ToolRegistry, any_object_schema};
+
+/// The timeout of a command tool whose manifest entry does not set one.
+pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    #[serde(default)]
+    tool: Vec<ManifestTool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ManifestTool {
+    name: String,
+    #[serde(default)]
+    description: String,
+    argv: Vec<String>,
+    #[serde(default)]
+    input_schema: Option<toml::Value>,
+    #[serde(default)]
+    output_schema: Option<toml::Value>,
+    #[serde(default)]
+    timeout_seconds: Option<f64>,
+    #[serde(default)]
+    read_only: Option<bool>,
+    #[serde(default)]
+    cacheable: bool,
+    #[serde(default)]
+    max_output_size: Option<usize>,
+    #[serde(default)]
+    schema_version: Option<String>,
+}
+
+/// How one command tool is started.
+#[derive(Debug, Clone)]
+struct CommandSpec {
+    tool: String,
+    manifest: PathBuf,
+    program: PathBuf,
+    args: Vec<String>,
+    dir: PathBuf,
+}
+
+/// Read a manifest file and build its tools.
+pub fn load_manifest(path: &Path) -> Result<ToolRegistry> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let dir = path
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    parse_manifest(&text, path, &dir)
+}
+
+/// Build the tools of a manifest's text; `path` names it in errors, `dir` anchors relative
+/// paths.
+pub fn parse_manifest(text: &str, path: &Path, dir: &Path) -> Result<ToolRegistry> {
+    let manifest_error = |message: String| Error::Manifest {
+        path: path.to_path_buf(),
+        message,
+    };
+    let manifest: Manifest = toml::from_str(text).map_err(|err| manifest_error(err.to_string()))?;
+    if manifest.tool.is_empty() {
+        return Err(manifest_error("declares no [[tool]]".into()));
+    }
+    let mut registry = ToolRegistry::new();
+    for entry in manifest.tool {
+        if entry.name.trim().is_empty() {
+            return Err(manifest_error("a tool has an empty name".into()));
+        }
+        if registry.get(&entry.name).is_some() {
+            return Err(manifest_error(format!(
+                "tool `{}` is declared twice",
+                entry.name
+            )));
+        }
+        let Some((program, args)) = entry.argv.split_first() else {
+            return Err(manifest_error(format!(
+                "tool `{}`: argv is empty",
+                entry.name
+            )));
+        };
+        let program = PathBuf::from(program);
+        let program = if program.components().count() > 1 && program.is_relative() {
+            dir.join(program)
+        } else {
+            program
+        };
+        let to_json = |schema: Option<toml::Value>, which: &str| -> Result<Value> {
+            match schema {
+                None => Ok(any_object_schema()),
+                Some(value) => serde_json::to_value(value).map_err(|err| {
+                    manifest_error(format!("tool `{}`: {which}_schema: {err}", entry.name))
+                }),
+            }
+        };
+        let input_schema = to_json(entry.input_schema, "input")?;
+        let output_schema = to_json(entry.output_schema, "output")?;
+        let spec = Arc::new(CommandSpec {
+            tool: entry.name.clone(),
+            manifest: path.to_path_buf(),
+            program,
+            args: args.to_vec(),
+            dir: dir.to_path_buf(),
+        });
+        let function = ToolFn::Async(Arc::new(move |input: JsonObject| {
+            let spec = Arc::clone(&spec);
+            Box::pin(async move { run_command(&spec, input).await })
+        }));
+        let tool = Tool::builder(entry.name.clone(), function)
+            .description(entry.description)
+            .input_schema(input_schema)
+            .output_schema(output_schema)
+            .timeout_seconds(Some(
+                entry.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS),
+            ))
+            .max_output_size(entry.max_output_size)
+            .schema_version(entry.schema_version.unwrap_or_else(|| "1".into()))
+            .cacheable(entry.cacheable)
+            .read_only(entry.read_only)
+            .build()
+            .map_err(|err| manifest_error(err.to_string()))?;
+        registry.register(tool);
+    }
+    Ok(registry)
+}
+
+async fn run_command(spec: &CommandSpec, input: JsonObject) -> Result<Value, ToolFailure> {
+    let where_ = || {
+        format!(
+            "tool `{}` (manifest {})",
+            spec.tool,
+            spec.manifest.display()
+        )
+    };
+    let mut child = tokio::process::Command::new(&spec.program)
+        .args(&spec.args)
+        .current_dir(&spec.dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // The timeout drops this future; the child must not outlive it.
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|err| {
+            let kind = if err.kind() == std::io::ErrorKind::NotFound {
+                "CommandNotFound"
+            } else {
+                "CommandFailed"
+            };
+            ToolFailure::of_kind(
+                kind,
+                format!(
+                    "{}: cannot start `{}`: {err}",
+                    where_(),
+                    spec.program.display()
+                ),
+            )
+        })?;
+    let payload = serde_json::to_vec(&Value::Object(input))
+        .map_err(|err| ToolFailure::new(format!("{}: {err}", where_())))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A program that exits without reading its input is not an error by itself.
+        let _ = stdin.write_all(&payload).await;
+        let _ = stdin.shutdown().await;
+    }
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|err| ToolFailure::of_kind("CommandFailed", format!("{}: {err}", where_())))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr_tail = tail(stderr.trim(), 400);
+    if !output.status.success() {
+        return Err(ToolFailure::of_kind(
+            "CommandFailed",
+            format!(
+                "{}: `{}` exited with {}{}",
+                where_(),
+                spec.program.display(),
+                output.status,
+                if stderr_tail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {stderr_tail}")
+                }
+            ),
+        ));
+    }
+    serde_json::from_slice::<Value>(&output.stdout).map_err(|err| {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        ToolFailure::of_kind(
+            "InvalidToolOutput",
+            format!(
+                "{}: stdout is not JSON ({err}): {:?}",
+                where_(),
+                tail(stdout.trim(), 200)
+            ),
+        )
+    })
+}
+
+fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn manifest_errors_name_the_file() {
+        let path = Path::new("tools.toml");
+        let err = parse_manifest("[[tool]]\nname = \"x\"\n", path, Path::new(".")).unwrap_err();
+        assert!(err.to_string().contains("tools.toml"), "{err}");
+        assert!(err.to_string().contains("argv"), "{err}");
+        let err = parse_manifest("nonsense = [", path, Path::new(".")).unwrap_err();
+        assert_eq!(err.code(), "invalid_manifest");
+    }
+
+    #[test]
+    fn a_command_tool_runs_and_bad_commands_name_the_tool() {
+        let text = r#"
+[[tool]]
+name = "echo"
+argv = ["sh", "-c", "cat"]
+input_schema = { type = "object", properties = { n = { type = "integer" } } }
+
+[[tool]]
+name = "ghost"
+argv = ["definitely-not-a-command-here"]
+
+[[tool]]
+name = "chatty"
+argv = ["sh", "-c", "echo hello"]
+"#;
+        let path = Path::new("m.toml");
+        let tools = parse_manifest(text, path, Path::new(".")).unwrap();
+        let echo = tools.get("echo").unwrap();
+        let out = echo
+            .run(json!({"n": 12}).as_object().cloned().unwrap())
+            .unwrap();
+        assert_eq!(Value::Object(out), json!({"n": 12}));
+        let err = tools
+            .get("ghost")
+            .unwrap()
+            .run(JsonObject::new())
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("ghost") && text.contains("m.toml"), "{text}");
+        assert_eq!(err.type_name(), "CommandNotFound");
+        let err = tools
+            .get("chatty")
+            .unwrap()
+            .run(JsonObject::new())
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("not JSON") && err.to_string().contains("chatty"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,653 @@
+//! Tools: named callables with a JSON Schema for their input and output.
+//!
+//! A [`Tool`] validates its input before its function runs and its output after, bounds the
+//! caller's wait with `timeout_seconds`, caps the output size, and carries a `schema_hash` that
+//! keys the step cache. [`command`] builds tools from a TOML manifest of external commands.
+
+pub mod command;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// A JSON object: what tools take and return.
+pub type JsonObject = Map<String, Value>;
+
+/// The boxed future an async tool function returns.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<Value, ToolFailure>> + Send>>;
+
+/// A tool function's own failure: a kind (the "error class") and a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure {
+    /// Short class-like name, stored as a step's `error_type` (`ToolError` by default).
+    pub kind: String,
+    pub message: String,
+}
+
+impl ToolFailure {
+    /// A failure of kind `ToolError`.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self::of_kind("ToolError", message)
+    }
+
+    /// A failure of the given kind.
+    pub fn of_kind(kind: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl From<String> for ToolFailure {
+    fn from(message: String) -> Self {
+        Self::new(message)
+    }
+}
+
+impl From<&str> for ToolFailure {
+    fn from(message: &str) -> Self {
+        Self::new(message)
+    }
+}
+
+type SyncFn = dyn Fn(JsonObject) -> Result<Value, ToolFailure> + Send + Sync;
+type AsyncFn = dyn Fn(JsonObject) -> ToolFuture + Send + Sync;
+
+/// The callable behind a tool.
+#[derive(Clone)]
+pub enum ToolFn {
+    /// A blocking function. Run inline, on a blocking thread inside a concurrent DAG level, or
+    /// on its own thread when the tool has a timeout (so the caller's wait stays bounded).
+    Sync(Arc<SyncFn>),
+    /// An async function. A timeout drops (cancels) its future.
+    Async(Arc<AsyncFn>),
+}
+
+impl fmt::Debug for ToolFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolFn::Sync(_) => f.write_str("ToolFn::Sync"),
+            ToolFn::Async(_) => f.write_str("ToolFn::Async"),
+        }
+    }
+}
+
+/// A named, schema-validated callable.
+pub struct Tool {
+    name: String,
+    description: String,
+    input_schema: Value,
+    output_schema: Value,
+    input_validator: jsonschema::Validator,
+    output_validator: jsonschema::Validator,
+    function: ToolFn,
+    timeout_seconds: Option<f64>,
+    max_output_size: Option<usize>,
+    schema_version: String,
+    schema_hash: String,
+    cacheable: bool,
+    read_only: Option<bool>,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("function", &self.function)
+            .field("timeout_seconds", &self.timeout_seconds)
+            .field("max_output_size", &self.max_output_size)
+            .field("schema_hash", &self.schema_hash)
+            .field("cacheable", &self.cacheable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Tool`]; schemas are compiled once, in [`ToolBuilder::build`].
+#[derive(Debug)]
+pub struct ToolBuilder {
+    name: String,
+    description: String,
+    input_schema: Value,
+    output_schema: Value,
+    function: ToolFn,
+    timeout_seconds: Option<f64>,
+    max_output_size: Option<usize>,
+    schema_version: String,
+    cacheable: bool,
+    read_only: Option<bool>,
+}
+
+/// The schema accepting any JSON object.
+pub fn any_object_schema() -> Value {
+    serde_json::json!({"type": "object"})
+}
+
+impl ToolBuilder {
+    /// JSON Schema of the input (default: any object).
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+    /// JSON Schema of the output (default: any object).
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = schema;
+        self
+    }
+    /// Human-readable summary.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+    /// Bound the caller's wait; `None` waits as long as the tool runs.
+    pub fn timeout_seconds(mut self, seconds: Option<f64>) -> Self {
+        self.timeout_seconds = seconds;
+        self
+    }
+    /// Cap the output's size in JSON bytes.
+    pub fn max_output_size(mut self, bytes: Option<usize>) -> Self {
+        self.max_output_size = bytes;
+        self
+    }
+    /// Free-form schema version; part of the schema hash.
+    pub fn schema_version(mut self, version: impl Into<String>) -> Self {
+        self.schema_version = version.into();
+        self
+    }
+    /// Whether the step cache may memoize this tool (default false).
+    pub fn cacheable(mut self, cacheable: bool) -> Self {
+        self.cacheable = cacheable;
+        self
+    }
+    /// Whether the tool only reads (`Some(true)`), has side effects (`Some(false)`) or did not
+    /// say (`None`).
+    pub fn read_only(mut self, read_only: Option<bool>) -> Self {
+        self.read_only = read_only;
+        self
+    }
+
+    /// Compile both schemas and compute the schema hash.
+    pub fn build(self) -> Result<Tool> {
+        let compile = |schema: &Value, which: &str| {
+            jsonschema::validator_for(schema).map_err(|err| Error::InvalidSchema {
+                tool: self.name.clone(),
+                which: which.to_string(),
+                message: err.to_string(),
+            })
+        };
+        let input_validator = compile(&self.input_schema, "input")?;
+        let output_validator = compile(&self.output_schema, "output")?;
+        if let Some(seconds) = self.timeout_seconds
+            && !(seconds.is_finite() && seconds > 0.0)
+        {
+            return Err(Error::InvalidSchema {
+                tool: self.name,
+                which: "timeout".into(),
+                message: format!("timeout_seconds must be a positive number, not {seconds}"),
+            });
+        }
+        let schema_hash = schema_hash(
+            &self.input_schema,
+            &self.output_schema,
+            &self.schema_version,
+        );
+        Ok(Tool {
+            name: self.name,
+            description: self.description,
+            input_schema: self.input_schema,
+            output_schema: self.output_schema,
+            input_validator,
+            output_validator,
+            function: self.function,
+            timeout_seconds: self.timeout_seconds,
+            max_output_size: self.max_output_size,
+            schema_version: self.schema_version,
+            schema_hash,
+            cacheable: self.cacheable,
+            read_only: self.read_only,
+        })
+    }
+}
+
+/// sha256 (hex) over the canonical JSON of both schemas and the schema version.
+pub fn schema_hash(input_schema: &Value, output_schema: &Value, schema_version: &str) -> String {
+    let document = serde_json::json!({
+        "input_schema": input_schema,
+        "output_schema": output_schema,
+        "schema_version": schema_version,
+    });
+    hex_sha256(canonical_json(&document).as_bytes())
+}
+
+/// Lower-case hex sha256 of `bytes`.
+pub fn hex_sha256(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// Canonical JSON text: object keys sorted, no whitespace, numbers and strings as serde_json
+/// writes them. Two equal values (up to key order) give the same text.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let sorted: BTreeMap<&String, &Value> = map.iter().collect();
+            out.push('{');
+            for (i, (key, item)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(item, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+impl Tool {
+    /// Start building a tool around a blocking function.
+    pub fn sync<F>(name: impl Into<String>, function: F) -> ToolBuilder
+    where
+        F: Fn(JsonObject) -> Result<Value, ToolFailure> + Send + Sync + 'static,
+    {
+        Self::builder(name, ToolFn::Sync(Arc::new(function)))
+    }
+
+    /// Start building a tool around an async function.
+    pub fn new_async<F, Fut>(name: impl Into<String>, function: F) -> ToolBuilder
+    where
+        F: Fn(JsonObject) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolFailure>> + Send + 'static,
+    {
+        Self::builder(
+            name,
+            ToolFn::Async(Arc::new(move |input| Box::pin(function(input)))),
+        )
+    }
+
+    /// Start building a tool around a [`ToolFn`].
+    pub fn builder(name: impl Into<String>, function: ToolFn) -> ToolBuilder {
+        ToolBuilder {
+            name: name.into(),
+            description: String::new(),
+            input_schema: any_object_schema(),
+            output_schema: any_object_schema(),
+            function,
+            timeout_seconds: None,
+            max_output_size: None,
+            schema_version: "1".into(),
+            cacheable: false,
+            read_only: None,
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+    pub fn input_schema(&self) -> &Value {
+        &self.input_schema
+    }
+    pub fn output_schema(&self) -> &Value {
+        &self.output_schema
+    }
+    pub fn timeout_seconds(&self) -> Option<f64> {
+        self.timeout_seconds
+    }
+    pub fn max_output_size(&self) -> Option<usize> {
+        self.max_output_size
+    }
+    pub fn schema_version(&self) -> &str {
+        &self.schema_version
+    }
+    /// sha256 over the canonical JSON of both schemas and the schema version.
+    pub fn schema_hash(&self) -> &str {
+        &self.schema_hash
+    }
+    pub fn cacheable(&self) -> bool {
+        self.cacheable
+    }
+    pub fn read_only(&self) -> Option<bool> {
+        self.read_only
+    }
+    /// True when the function is async.
+    pub fn is_async(&self) -> bool {
+        matches!(self.function, ToolFn::Async(_))
+    }
+
+    /// Validate `input` against the input schema.
+    pub fn validate_input(&self, input: &JsonObject) -> Result<()> {
+        let value = Value::Object(input.clone());
+        validate(&self.input_validator, &value, &self.name, "input")
+    }
+
+    /// Validate, call and check: the whole contract of one call, awaiting an async function and
+    /// running a blocking one inline (or on its own thread when a timeout is set).
+    pub async fn run_async(&self, input: JsonObject) -> Result<JsonObject> {
+        self.run_with(input, false).await
+    }
+
+    /// Like [`Tool::run_async`]; `offload` runs a blocking function on a blocking thread so
+    /// several can proceed at once.
+    pub(crate) async fn run_with(&self, input: JsonObject, offload: bool) -> Result<JsonObject> {
+        let input_value = Value::Object(input);
+        validate(&self.input_validator, &input_value, &self.name, "input")?;
+        let Value::Object(input) = input_value else {
+            return unreachable_object();
+        };
+        let output = self.call(input, offload).await?;
+        self.check_output(output)
+    }
+
+    /// Blocking form of [`Tool::run_async`].
+    pub fn run(&self, input: JsonObject) -> Result<JsonObject> {
+        if let (ToolFn::Sync(_), None) = (&self.function, self.timeout_seconds) {
+            let input_value = Value::Object(input);
+            validate(&self.input_validator, &input_value, &self.name, "input")?;
+            let Value::Object(input) = input_value else {
+                return unreachable_object();
+            };
+            let output = self.call_inline(input)?;
+            return self.check_output(output);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| Error::Runtime(err.to_string()))?;
+        runtime.block_on(self.run_async(input))
+    }
+
+    fn call_inline(&self, input: JsonObject) -> Result<Value> {
+        let ToolFn::Sync(function) = &self.function else {
+            return Err(self.failed("ToolError", "not a blocking tool".into()));
+        };
+        match std::panic::catch_unwind(AssertUnwindSafe(|| function(input))) {
+            Ok(result) => result.map_err(|f| self.failed(&f.kind, f.message)),
+            Err(panic) => Err(self.failed("ToolPanic", panic_message(&panic))),
+        }
+    }
+
+    async fn call(&self, input: JsonObject, offload: bool) -> Result<Value> {
+        match (&self.function, self.timeout_seconds) {
+            (ToolFn::Sync(_), None) if !offload => self.call_inline(input),
+            (ToolFn::Sync(function), None) => {
+                let function = Arc::clone(function);
+                let joined = tokio::task::spawn_blocking(move || {
+                    std::panic::catch_unwind(AssertUnwindSafe(|| function(input)))
+                })
+                .await;
+                self.settle_thread_result(joined.ok())
+            }
+            (ToolFn::Sync(function), Some(seconds)) => {
+                // A thread of its own, not the runtime's blocking pool: a tool that outlives its
+                // timeout must not hold the runtime (or the process) open when it shuts down.
+                let function = Arc::clone(function);
+                let (sender, receiver) = tokio::sync::oneshot::channel();
+                let spawned = std::thread::Builder::new()
+                    .name(format!("tool-{}", self.name))
+                    .spawn(move || {
+                        let result = std::panic::catch_unwind(AssertUnwindSafe(|| function(input)));
+                        let _ = sender.send(result);
+                    });
+                if let Err(err) = spawned {
+                    return Err(self.failed("ToolError", format!("could not start: {err}")));
+                }
+                match tokio::time::timeout(Duration::from_secs_f64(seconds), receiver).await {
+                    Ok(received) => self.settle_thread_result(received.ok()),
+                    Err(_) => Err(self.timed_out(seconds)),
+                }
+            }
+            (ToolFn::Async(function), None) => function(input)
+                .await
+                .map_err(|f| self.failed(&f.kind, f.message)),
+            (ToolFn::Async(function), Some(seconds)) => {
+                match tokio::time::timeout(Duration::from_secs_f64(seconds), function(input)).await
+                {
+                    Ok(result) => result.map_err(|f| self.failed(&f.kind, f.message)),
+                    Err(_) => Err(self.timed_out(seconds)),
+                }
+            }
+        }
+    }
+
+    fn settle_thread_result(
+        &self,
+        joined: Option<std::thread::Result<Result<Value, ToolFailure>>>,
+    ) -> Result<Value> {
+        match joined {
+            Some(Ok(result)) => result.map_err(|f| self.failed(&f.kind, f.message)),
+            Some(Err(panic)) => Err(self.failed("ToolPanic", panic_message(&panic))),
+            None => Err(self.failed("ToolPanic", "the tool's thread stopped".into())),
+        }
+    }
+
+    fn check_output(&self, output: Value) -> Result<JsonObject> {
+        if !output.is_object() {
+            return Err(self.failed(
+                "InvalidToolOutput",
+                format!("returned {} instead of a JSON object", kind_of(&output)),
+            ));
+        }
+        if let Some(limit) = self.max_output_size {
+            let size = serde_json::to_vec(&output)
+                .map(|v| v.len())
+                .unwrap_or(usize::MAX);
+            if size > limit {
+                return Err(Error::ToolOutputSize {
+                    tool: self.name.clone(),
+                    size,
+                    limit,
+                });
+            }
+        }
+        validate(&self.output_validator, &output, &self.name, "output")?;
+        match output {
+            Value::Object(map) => Ok(map),
+            _ => unreachable_object(),
+        }
+    }
+
+    fn failed(&self, kind: &str, message: String) -> Error {
+        Error::ToolFailed {
+            tool: self.name.clone(),
+            kind: kind.to_string(),
+            message,
+        }
+    }
+
+    fn timed_out(&self, seconds: f64) -> Error {
+        Error::ToolTimeout {
+            tool: self.name.clone(),
+            timeout_seconds: seconds,
+        }
+    }
+}
+
+fn unreachable_object<T>() -> Result<T> {
+    Err(Error::Runtime("a JSON object changed kind".into()))
+}
+
+/// The JSON kind of a value, for messages.
+pub fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        format!("panicked: {text}")
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        format!("panicked: {text}")
+    } else {
+        "panicked".into()
+    }
+}
+
+fn validate(
+    validator: &jsonschema::Validator,
+    value: &Value,
+    tool: &str,
+    stage: &str,
+) -> Result<()> {
+    if validator.is_valid(value) {
+        return Ok(());
+    }
+    match validator.validate(value) {
+        Ok(()) => Ok(()),
+        Err(err) => Err(Error::SchemaValidation {
+            tool: tool.to_string(),
+            stage: stage.to_string(),
+            pointer: err.instance_path().as_str().to_string(),
+            message: err.to_string(),
+        }),
+    }
+}
+
+/// Tools by name.
+#[derive(Debug, Default, Clone)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<Tool>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add (or replace) a tool.
+    pub fn register(&mut self, tool: Tool) -> &mut Self {
+        self.tools.insert(tool.name.clone(), Arc::new(tool));
+        self
+    }
+
+    /// Add every tool of another registry (replacing same-named ones).
+    pub fn extend(&mut self, other: ToolRegistry) {
+        self.tools.extend(other.tools);
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Every tool, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Tool>> {
+        self.tools.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(value: Value) -> JsonObject {
+        value.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn validates_input_and_output_and_names_the_pointer() {
+        let tool = Tool::sync("double", |input| {
+            let n = input["n"].as_i64().unwrap_or(0);
+            Ok(json!({"n": n * 2, "bad": if n == 3 { json!("x") } else { json!(1) }}))
+        })
+        .input_schema(
+            json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        )
+        .output_schema(json!({"type": "object", "properties": {"bad": {"type": "integer"}}}))
+        .build()
+        .unwrap();
+        assert_eq!(tool.run(obj(json!({"n": 2}))).unwrap()["n"], json!(4));
+        let err = tool.run(obj(json!({"n": "two"}))).unwrap_err();
+        assert!(
+            matches!(&err, Error::SchemaValidation { stage, pointer, .. } if stage == "input" && pointer == "/n"),
+            "{err:?}"
+        );
+        let err = tool.run(obj(json!({"n": 3}))).unwrap_err();
+        assert!(
+            matches!(&err, Error::SchemaValidation { stage, pointer, .. } if stage == "output" && pointer == "/bad"),
+            "{err:?}"
+        );
+        assert!(
+            tool.run(obj(json!({"n": 2.5}))).is_err(),
+            "2.5 is not an integer"
+        );
+    }
+
+    #[test]
+    fn schema_hash_ignores_key_order_and_tracks_version() {
+        let a = schema_hash(&json!({"a": 1, "b": 2}), &json!({}), "1");
+        let b = schema_hash(&json!({"b": 2, "a": 1}), &json!({}), "1");
+        let c = schema_hash(&json!({"b": 2, "a": 1}), &json!({}), "2");
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(a.len(), 64);
+    }
+
+    #[test]
+    fn non_object_output_panics_and_size_are_errors() {
+        let tool = Tool::sync("list", |_| Ok(json!([1]))).build().unwrap();
+        assert!(
+            matches!(tool.run(JsonObject::new()), Err(Error::ToolFailed { kind, .. }) if kind == "InvalidToolOutput")
+        );
+        let tool = Tool::sync("boom", |_| panic!("kaput")).build().unwrap();
+        assert!(
+            matches!(tool.run(JsonObject::new()), Err(Error::ToolFailed { kind, message, .. }) if kind == "ToolPanic" && message.contains("kaput"))
+        );
+        let tool = Tool::sync("big", |_| Ok(json!({"text": "x".repeat(100)})))
+            .max_output_size(Some(50))
+            .build()
+            .unwrap();
+        assert!(
+            matches!(tool.run(JsonObject::new()), Err(Error::ToolOutputSize { size, limit: 50, .. }) if size > 100)
+        );
+    }
+}
