@@ -1,6 +1,7 @@
 //! Parquet store tests: the shared store suite, dataset layout, an independent reader
 //! (pyarrow) and lossless conversion SQLite -> Parquet -> SQLite.
 
+#![cfg(feature = "parquet")]
 // Test helpers outside `#[test]` functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
