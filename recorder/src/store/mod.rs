@@ -210,7 +210,7 @@ pub(crate) fn timestamp_from_nanos(nanos: i64) -> Timestamp {
 }
 
 /// A trace's duration as listings report it: `ended_at - started_at` when both are known, else
-/// the sum of its step durations (`None` when no step has one).
+/// the sum of its step durations (`None` when no step has one). SQLite computes the same in SQL.
 #[cfg_attr(not(feature = "parquet"), allow(dead_code))]
 pub(crate) fn summary_duration_ms(
     started_at: Option<i64>,

@@ -315,7 +315,11 @@ impl SqliteStore {
             conn,
             tool_ids: HashMap::new(),
         };
-        store.migrate()?;
+        // Only an outdated file takes the write lock to migrate; an up-to-date one opens
+        // without waiting for a busy writer.
+        if found < SCHEMA_VERSION {
+            store.migrate()?;
+        }
         Ok(store)
     }
 

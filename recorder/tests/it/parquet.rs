@@ -1,6 +1,7 @@
 //! Parquet store tests: the shared store suite, dataset layout, an independent reader
 //! (pyarrow) and lossless conversion SQLite -> Parquet -> SQLite.
 
+#![cfg(feature = "parquet")]
 // Test helpers outside `#[test]` functions unwrap too: a failure there is a test failure.
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
@@ -458,4 +459,27 @@ mod lossless {
             prop_assert_eq!(second.counts().unwrap(), first.counts().unwrap());
         }
     }
+}
+
+#[test]
+fn a_writer_sees_appends_of_another_handle() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut first = ParquetStore::open(&root).unwrap();
+    let mut second = ParquetStore::open(&root).unwrap();
+    let step = |index| ObservedStep::new("t", index, "tool", json!({"i": index}));
+    first
+        .append(&[ObservedTrace::new("t", "one")], &[step(0)])
+        .unwrap();
+    let stats = second.append(&[], &[step(0), step(1)]).unwrap();
+    assert_eq!((stats.steps, stats.duplicate_steps), (1, 1));
+    // `first` built its index before `second` wrote step 1; it must notice.
+    let mut update = ObservedTrace::new("t", "");
+    update.agent = Some("a".into());
+    let stats = first.append(&[update], &[step(1), step(2)]).unwrap();
+    assert_eq!((stats.steps, stats.duplicate_steps), (1, 1));
+    let got = second.get_trace("t").unwrap().unwrap();
+    assert_eq!(got.trace.source, "one");
+    assert_eq!(got.trace.agent.as_deref(), Some("a"));
+    assert_eq!(got.steps, [step(0), step(1), step(2)]);
 }

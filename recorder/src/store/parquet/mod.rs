@@ -24,6 +24,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fs::{self, File};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use arrow::array::{Array, RecordBatch, UInt64Array};
@@ -224,6 +225,8 @@ pub struct ParquetStore {
     root: PathBuf,
     /// Built on the first append, refreshed when another handle committed meanwhile.
     index: Option<WriterIndex>,
+    /// Parsed commit manifests by sequence number.
+    manifests: Mutex<HashMap<u64, Arc<Commit>>>,
 }
 
 impl std::fmt::Debug for ParquetStore {
@@ -293,6 +296,7 @@ impl ParquetStore {
         Ok(Self {
             root: path.to_path_buf(),
             index: None,
+            manifests: Mutex::new(HashMap::new()),
         })
     }
 
@@ -302,13 +306,18 @@ impl ParquetStore {
     }
 
     /// Every committed append, oldest first.
-    fn commits(&self) -> Result<Vec<Commit>> {
+    fn commits(&self) -> Result<Vec<Arc<Commit>>> {
         let dir = self.root.join(COMMITS_DIR);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error(&dir, e)),
         };
+        // Manifests never change once committed: parse each one once per handle.
+        let mut cache = self
+            .manifests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut commits = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&dir, e))?;
@@ -320,6 +329,13 @@ impl ParquetStore {
             if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
                 continue;
             }
+            let Ok(seq) = stem.parse::<u64>() else {
+                continue;
+            };
+            if let Some(commit) = cache.get(&seq) {
+                commits.push(Arc::clone(commit));
+                continue;
+            }
             let file = entry.path();
             let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
             let commit: Commit =
@@ -327,6 +343,8 @@ impl ParquetStore {
                     path: file.clone(),
                     message: format!("not a commit manifest: {e}"),
                 })?;
+            let commit = Arc::new(commit);
+            cache.insert(seq, Arc::clone(&commit));
             commits.push(commit);
         }
         commits.sort_by_key(|c| c.seq);
@@ -395,7 +413,7 @@ impl ParquetStore {
 
     /// Every trace in its latest state, in storage order. Of the rows of one trace, the one
     /// written last (highest write sequence) wins.
-    fn load_traces(&self, commits: &[Commit]) -> Result<Vec<StoredTrace>> {
+    fn load_traces(&self, commits: &[Arc<Commit>]) -> Result<Vec<StoredTrace>> {
         let mut latest: HashMap<String, (u64, StoredTrace)> = HashMap::new();
         for commit in commits {
             for part in &commit.trace_parts {
@@ -431,7 +449,7 @@ impl ParquetStore {
     /// conditions accept (`None` when the filter has none).
     fn step_totals(
         &self,
-        commits: &[Commit],
+        commits: &[Arc<Commit>],
         filter: &TraceFilter,
     ) -> Result<(StepTotalsByTrace, Option<HashSet<u64>>)> {
         let needle = filter.tool_contains.as_ref().map(|t| t.to_lowercase());
@@ -495,7 +513,7 @@ impl ParquetStore {
     /// The traces matching `filter`, with their step counters, in storage order.
     fn matching(
         &self,
-        commits: &[Commit],
+        commits: &[Arc<Commit>],
         filter: &TraceFilter,
     ) -> Result<Vec<(StoredTrace, StepTotals)>> {
         let traces = self.load_traces(commits)?;
@@ -541,7 +559,7 @@ impl ParquetStore {
 
     /// Build the writer's index from the committed dataset, and remove leftovers of appends
     /// that never committed.
-    fn build_index(&self, commits: &[Commit]) -> Result<WriterIndex> {
+    fn build_index(&self, commits: &[Arc<Commit>]) -> Result<WriterIndex> {
         let last_seq = commits.last().map_or(0, |c| c.seq);
         let mut traces: HashMap<String, IndexedTrace> = HashMap::new();
         let mut id_of: HashMap<u64, String> = HashMap::new();
@@ -592,7 +610,7 @@ impl ParquetStore {
 
     /// Delete part files no manifest lists whose write sequence is not newer than the last
     /// commit: leftovers of an append that failed or crashed before its commit point.
-    fn remove_uncommitted(&self, commits: &[Commit], last_seq: u64) -> Result<()> {
+    fn remove_uncommitted(&self, commits: &[Arc<Commit>], last_seq: u64) -> Result<()> {
         let listed: HashSet<&str> = commits
             .iter()
             .flat_map(|c| c.trace_parts.iter().chain(&c.step_parts))
