@@ -140,10 +140,15 @@ fn main() -> Result<(), Error> {
     let mut terminal = Terminal::new(TestBackend::new(120, 40))?;
 
     // First frame with data: open the store, ask for the first page, draw it.
+    let counts = {
+        let store = open_store(&path)?;
+        let t = Instant::now();
+        let counts = store.counts()?;
+        println!("counts: {}", ms(t.elapsed()));
+        counts
+    };
     let started = Instant::now();
     let store = open_store(&path)?;
-    let counts = store.counts()?;
-    let counted = started.elapsed();
     let mut browser = Browser::new(store, path.display().to_string(), (120, 40))?;
     draw(&browser, &mut terminal)?;
     let first_draw = started.elapsed();
@@ -153,11 +158,8 @@ fn main() -> Result<(), Error> {
     draw(&browser, &mut terminal)?;
     let first_frame = started.elapsed();
     println!(
-        "store: {} traces, {} steps ({} failed); counts took {}",
-        counts.traces,
-        counts.steps,
-        counts.failed_steps,
-        ms(counted)
+        "store: {} traces, {} steps ({} failed)",
+        counts.traces, counts.steps, counts.failed_steps
     );
     println!("first frame (loading): {}", ms(first_draw));
     println!("first frame with data: {}", ms(first_frame));
@@ -186,6 +188,29 @@ fn main() -> Result<(), Error> {
         println!("filter `{query}`: {} ({total} traces)", ms(t.elapsed()));
     }
     browser.key(Key::Char('x'));
+    browser.settle(wait);
+
+    for _ in 0..5 {
+        let t = Instant::now();
+        browser.key(Key::Char('s'));
+        if !browser.settle(wait) {
+            return Err("a sorted page never came".into());
+        }
+        draw(&browser, &mut terminal)?;
+        println!(
+            "sort by {:?} (descending {}): {}",
+            browser.state.traces.sort,
+            browser.state.traces.descending,
+            ms(t.elapsed())
+        );
+    }
+    let t = Instant::now();
+    browser.key(Key::Enter);
+    browser.settle(wait);
+    draw(&browser, &mut terminal)?;
+    println!("open the selected trace: {}", ms(t.elapsed()));
+    browser.key(Key::Esc);
+    browser.key(Key::Char('s'));
     browser.settle(wait);
 
     let t = Instant::now();

@@ -41,27 +41,49 @@ fn restore_terminal() {
 
 type PanicHook = Box<dyn Fn(&std::panic::PanicHookInfo<'_>) + Send + Sync + 'static>;
 
-/// Raw mode, the alternate screen and mouse capture for as long as it lives, with a panic hook
-/// that restores the terminal before the panic message is printed.
-struct TerminalSession {
-    previous_hook: Arc<Mutex<Option<PanicHook>>>,
+/// A panic hook that runs `restore` before the hook that was installed before it; dropping the
+/// guard puts that earlier hook back.
+struct PanicHookGuard {
+    previous: Arc<Mutex<Option<PanicHook>>>,
 }
 
-impl TerminalSession {
-    fn enter(mouse: bool) -> Result<Self, TuiError> {
+impl PanicHookGuard {
+    fn install(restore: fn()) -> Self {
         let previous: Arc<Mutex<Option<PanicHook>>> =
             Arc::new(Mutex::new(Some(std::panic::take_hook())));
         let for_hook = Arc::clone(&previous);
         std::panic::set_hook(Box::new(move |info| {
-            restore_terminal();
+            restore();
             if let Ok(guard) = for_hook.lock()
                 && let Some(hook) = guard.as_ref()
             {
                 hook(info);
             }
         }));
+        Self { previous }
+    }
+}
+
+impl Drop for PanicHookGuard {
+    fn drop(&mut self) {
+        let original = self.previous.lock().ok().and_then(|mut g| g.take());
+        if let Some(original) = original {
+            let _ = std::panic::take_hook();
+            std::panic::set_hook(original);
+        }
+    }
+}
+
+/// Raw mode, the alternate screen and mouse capture for as long as it lives, with a panic hook
+/// that restores the terminal before the panic message is printed.
+struct TerminalSession {
+    _hook: PanicHookGuard,
+}
+
+impl TerminalSession {
+    fn enter(mouse: bool) -> Result<Self, TuiError> {
         let session = Self {
-            previous_hook: previous,
+            _hook: PanicHookGuard::install(restore_terminal),
         };
         enable_raw_mode().map_err(TuiError::terminal("entering raw mode"))?;
         execute!(io::stdout(), EnterAlternateScreen, cursor::Hide)
@@ -76,13 +98,8 @@ impl TerminalSession {
 
 impl Drop for TerminalSession {
     fn drop(&mut self) {
+        // Runs before the hook guard (a field) puts the original panic hook back.
         restore_terminal();
-        // Put the original panic hook back.
-        let original = self.previous_hook.lock().ok().and_then(|mut g| g.take());
-        if let Some(original) = original {
-            let _ = std::panic::take_hook();
-            std::panic::set_hook(original);
-        }
     }
 }
 
@@ -275,6 +292,27 @@ pub(crate) fn run_terminal(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    static RESTORED: AtomicBool = AtomicBool::new(false);
+
+    fn note_restore() {
+        RESTORED.store(true, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn a_panic_runs_the_restore_before_the_panic_is_reported() {
+        let guard = PanicHookGuard::install(note_restore);
+        let outcome = std::panic::catch_unwind(|| panic!("deliberate panic in a test"));
+        assert!(outcome.is_err());
+        assert!(RESTORED.load(Ordering::SeqCst), "restore ran from the hook");
+        drop(guard);
+        RESTORED.store(false, Ordering::SeqCst);
+        let _ = std::panic::catch_unwind(|| panic!("deliberate panic after the guard"));
+        assert!(
+            !RESTORED.load(Ordering::SeqCst),
+            "the original hook is back once the guard is dropped"
+        );
+    }
 
     #[test]
     fn base64_matches_the_standard_vectors() {
