@@ -63,6 +63,66 @@ pub fn doc_name(key: &str, doc: &Value) -> String {
 }
 
 /// Support (traces containing the pattern), when the document states it.
+/// A one-line chart of `values` in plain ASCII (so it draws in every terminal and in `--ascii`
+/// mode): one character a value, from ` ` (zero) up to `#` (the largest).
+pub fn sparkline(values: &[u64]) -> String {
+    const RAMP: &[u8] = b" .:-=+*#";
+    let max = values.iter().copied().max().unwrap_or(0).max(1);
+    values
+        .iter()
+        .map(|&v| {
+            let level = if v == 0 {
+                0
+            } else {
+                1 + (v * (RAMP.len() as u64 - 2)) / max
+            };
+            RAMP[level.min(RAMP.len() as u64 - 1) as usize] as char
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[test]
+fn sparkline_scales_to_the_largest_value() {
+    assert_eq!(sparkline(&[0, 1, 7, 14]), " .=#");
+    assert_eq!(sparkline(&[]), "");
+}
+
+/// Best first: documents with a score (candidates carry `evidence.score`) in descending score
+/// order; the rest keep their stored (key) order after them.
+pub fn rank_documents(documents: &mut [(String, Value)]) {
+    let score = |doc: &Value| {
+        doc.pointer("/evidence/score")
+            .or_else(|| doc.pointer("/score"))
+            .and_then(Value::as_f64)
+    };
+    documents.sort_by(|a, b| match (score(&a.1), score(&b.1)) {
+        (Some(x), Some(y)) => y.total_cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+}
+
+#[cfg(test)]
+#[test]
+fn documents_rank_by_score_then_key_order() {
+    let mut docs = vec![
+        (
+            "a".to_string(),
+            serde_json::json!({"evidence": {"score": 1.0}}),
+        ),
+        ("b".to_string(), serde_json::json!({"name": "unscored"})),
+        (
+            "c".to_string(),
+            serde_json::json!({"evidence": {"score": 9.5}}),
+        ),
+    ];
+    rank_documents(&mut docs);
+    let keys: Vec<&str> = docs.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["c", "a", "b"]);
+}
+
 pub fn doc_support(doc: &Value) -> Option<String> {
     first(
         doc,
@@ -185,6 +245,30 @@ pub fn candidate_summary(key: &str, doc: &Value, verdict: Option<&Value>) -> Vec
     let mut out = vec![line(&name, Tone::Heading)];
     if let Some(support) = doc_support(doc) {
         out.push(line(format!("support: {support}"), Tone::Plain));
+    }
+    if let Some(Value::Object(days)) = doc.pointer("/evidence/support_by_day") {
+        let counts: Vec<(String, u64)> = days
+            .iter()
+            .map(|(day, n)| (day.clone(), n.as_u64().unwrap_or(0)))
+            .collect();
+        if let (Some(first_day), Some(last_day)) = (counts.first(), counts.last()) {
+            out.push(line(
+                format!(
+                    "support per day: [{}] {}..{}",
+                    sparkline(&counts.iter().map(|(_, n)| *n).collect::<Vec<_>>()),
+                    first_day.0,
+                    last_day.0
+                ),
+                Tone::Plain,
+            ));
+        }
+    }
+    if let Some(Value::Object(props)) = doc.pointer("/flow/input_schema/properties") {
+        let names: Vec<&str> = props.keys().map(String::as_str).collect();
+        out.push(line(
+            format!("flow inputs: {}", names.join(", ")),
+            Tone::Plain,
+        ));
     }
     let steps = doc_steps(doc);
     if !steps.is_empty() {

@@ -86,7 +86,10 @@ pub fn execute(store: &dyn TraceStore, query: &Query) -> Result<Reply, String> {
             .map_err(|e| e.to_string()),
         Query::Documents { kind } => store
             .list_documents(kind)
-            .map(Reply::Documents)
+            .map(|mut documents| {
+                crate::docs::rank_documents(&mut documents);
+                Reply::Documents(documents)
+            })
             .map_err(|e| e.to_string()),
     }
 }
