@@ -180,7 +180,9 @@ fn planted_flows_are_found_ranked_first_and_bound_exactly() {
 /// shows.
 #[test]
 fn chainweaver_example_gives_exactly_the_python_candidate() {
-    let Some(datasets) = crate::shared_datasets() else { return };
+    let Some(datasets) = crate::shared_datasets() else {
+        return;
+    };
     let path = datasets.join("chainweaver-examples/agent_tool_trace.jsonl");
     let mut traces = Vec::new();
     let report = chainweaver_recorder::import::import_path(
@@ -201,19 +203,36 @@ fn chainweaver_example_gives_exactly_the_python_candidate() {
     )
     .unwrap();
     assert_eq!((report.traces, report.steps), (4, 11));
-    let outcome = ChainAnalyzer::new(MineConfig { min_support: 3, ..MineConfig::default() })
-        .analyze(&traces)
-        .unwrap();
+    let outcome = ChainAnalyzer::new(MineConfig {
+        min_support: 3,
+        ..MineConfig::default()
+    })
+    .analyze(&traces)
+    .unwrap();
     let proposed: Vec<&Vec<String>> = outcome.candidates.iter().map(|c| &c.tools).collect();
-    assert_eq!(proposed, [&vec!["fetch".to_string(), "validate".into(), "transform".into()]]);
+    assert_eq!(
+        proposed,
+        [&vec![
+            "fetch".to_string(),
+            "validate".into(),
+            "transform".into()
+        ]]
+    );
     let candidate = &outcome.candidates[0];
     assert_eq!(candidate.evidence.support, 3);
     assert_eq!(candidate.evidence.occurrences, 3);
     for step in [1, 2] {
-        let body = candidate.bindings.iter().find(|b| b.step == step && b.field == "/body").unwrap();
+        let body = candidate
+            .bindings
+            .iter()
+            .find(|b| b.step == step && b.field == "/body")
+            .unwrap();
         assert_eq!(
             body.source,
-            BindingSource::StepOutput { step: 0, pointer: "/body".into() },
+            BindingSource::StepOutput {
+                step: 0,
+                pointer: "/body".into()
+            },
             "step {step} reads fetch's body"
         );
     }
