@@ -140,7 +140,7 @@ def main():
         return label, r[0], r[1], n, r[3]
 
     if "contiguous" in ONLY:
-        for name, minsup in [("D24", 32), ("X24", 763), ("MSNBC", 32)]:
+        for name, minsup in [("MSNBC", 32), ("D24", 32)]:
             steps = 10_170_624 if name in ("D24", "X24") else 423_776
             t, kib, n = ours("contiguous", name, minsup)
             floor = median_of([str(OURS), "parse", str(files[name])], RUNS)
