@@ -125,6 +125,9 @@ struct Frame {
 
 const NO_CURSOR: usize = usize::MAX;
 
+/// Suffixes up to this long are scanned for next occurrences; longer ones use binary search.
+const SCAN_LIMIT: usize = 48;
+
 struct Miner<'a, F> {
     items: &'a [u32],
     offsets: &'a [u32],
@@ -266,6 +269,23 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
             }
             last_off.push(last.len() as u32);
         }
+        // Every item's positions, in order (counting sort), for next-occurrence searches.
+        let n_items = self.support.len();
+        let mut by_item_off = vec![0u32; n_items + 1];
+        for &c in items {
+            by_item_off[c as usize + 1] += 1;
+        }
+        for i in 0..n_items {
+            by_item_off[i + 1] += by_item_off[i];
+        }
+        let mut by_item = vec![0u32; items.len()];
+        {
+            let mut fill: Vec<u32> = by_item_off[..n_items].to_vec();
+            for (pos, &c) in items.iter().enumerate() {
+                by_item[fill[c as usize] as usize] = pos as u32;
+                fill[c as usize] += 1;
+            }
+        }
         // Roots: every frequent item with its first position in each sequence.
         self.select_children();
         let mut total = 0usize;
@@ -323,8 +343,13 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
                 total += 2 * self.support[c as usize] as usize;
             }
             self.arena.resize(base + total, 0);
-            // Project: the first occurrence of every frequent item after the end. Stop once
-            // all frequent items that occur later were found.
+            // Project: the first occurrence of every frequent item after the end. A short
+            // suffix is scanned; in a long one each item's next position is found by binary
+            // search in its position list, starting from where the previous entry (an earlier
+            // sequence) left off.
+            for &c in &self.children {
+                self.header[c as usize] = by_item_off[c as usize] as usize;
+            }
             let (old, new) = self.arena.split_at_mut(base);
             for rec in old[frame.start..frame.end].chunks_exact(2) {
                 let (seq, end) = (rec[0] as usize, rec[1]);
@@ -338,6 +363,27 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
                     }
                 }
                 if wanted == 0 {
+                    continue;
+                }
+                let remaining = offsets[seq + 1] as usize - end as usize - 1;
+                if remaining > SCAN_LIMIT {
+                    for &(c, at) in &last[last_off[seq] as usize..last_off[seq + 1] as usize] {
+                        if at <= end {
+                            break;
+                        }
+                        let c = c as usize;
+                        let cur = self.cursor[c];
+                        if cur == NO_CURSOR {
+                            continue;
+                        }
+                        let from = self.header[c];
+                        let list = &by_item[from..by_item_off[c + 1] as usize];
+                        let skip = list.partition_point(|&p| p <= end);
+                        self.header[c] = from + skip;
+                        new[cur - base] = seq as u32;
+                        new[cur - base + 1] = list[skip];
+                        self.cursor[c] = cur + 2;
+                    }
                     continue;
                 }
                 if self.next_stamp == u32::MAX - 1 {
