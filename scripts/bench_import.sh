@@ -10,8 +10,7 @@ cd "$(dirname "$0")/.."
 traces="${1:-132000}"
 target="${CARGO_TARGET_DIR:-target}"
 
-cargo build --release --quiet --bin chainweaver
-cargo build --release --quiet -p chainweaver-recorder --example raw_sqlite_insert
+cargo build --release --quiet --bin chainweaver --example raw_sqlite_insert
 cw="$target/release/chainweaver"
 raw="$target/release/examples/raw_sqlite_insert"
 

@@ -4,6 +4,7 @@
 //! the frequent (closed) tool sequences; the best-ranked ones become [`Pattern`]s with their
 //! occurrences, and each pattern becomes a [`Candidate`] with inferred bindings and evidence.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use chainweaver_recorder::model::TraceWithSteps;
@@ -28,6 +29,8 @@ pub struct MineConfig {
     pub max_gap: Option<usize>,
     /// At most this many patterns become candidates (the best-ranked first).
     pub max_candidates: usize,
+    /// Support per day is computed for this many best-ranked patterns.
+    pub max_dated_patterns: usize,
     pub candidate: CandidateConfig,
 }
 
@@ -39,6 +42,7 @@ impl Default for MineConfig {
             max_length: 10,
             max_gap: None,
             max_candidates: 50,
+            max_dated_patterns: 1000,
             candidate: CandidateConfig::default(),
         }
     }
@@ -54,6 +58,35 @@ pub struct PatternSummary {
     pub occurrences: u64,
     /// `support x (length - 1)`.
     pub round_trips_saved: u64,
+    /// Distinct supporting traces per UTC day (`YYYY-MM-DD`) the trace started, for traces with
+    /// a start time; only for the best-ranked patterns (`MineConfig::max_dated_patterns`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub support_by_day: BTreeMap<String, u64>,
+}
+
+/// Distinct traces per day among `trace_indices` (which may repeat).
+fn support_by_day(
+    traces: &[TraceWithSteps],
+    trace_indices: impl Iterator<Item = usize>,
+) -> BTreeMap<String, u64> {
+    let mut seen = std::collections::HashSet::new();
+    let mut days = BTreeMap::new();
+    for index in trace_indices {
+        if !seen.insert(index) {
+            continue;
+        }
+        let trace = &traces[index];
+        let started = trace
+            .trace
+            .started_at
+            .or_else(|| trace.steps.iter().find_map(|s| s.started_at));
+        if let Some(started) = started {
+            *days
+                .entry(started.format("%Y-%m-%d").to_string())
+                .or_insert(0) += 1;
+        }
+    }
+    days
 }
 
 /// Everything one analysis produced.
@@ -136,14 +169,42 @@ impl ChainAnalyzer {
         let names = |items: &[u32]| -> Vec<String> {
             items.iter().map(|&id| db.name(id).to_string()).collect()
         };
+        // Support per day for the patterns worth browsing (contiguous positions are cheap).
+        let dated: Vec<&Vec<u32>> = found
+            .iter()
+            .take(config.max_dated_patterns)
+            .map(|(items, _, _)| items)
+            .collect();
+        let mut by_day: Vec<BTreeMap<String, u64>> = match config.max_gap {
+            None => spm::contiguous::occurrences(&db, &dated)
+                .into_iter()
+                .map(|list| support_by_day(traces, list.iter().map(|o| o.sequence as usize)))
+                .collect(),
+            Some(max_gap) => dated
+                .iter()
+                .map(|items| {
+                    support_by_day(
+                        traces,
+                        gapped_occurrences(&db, items, max_gap)
+                            .iter()
+                            .map(|o| o.trace),
+                    )
+                })
+                .collect(),
+        };
+        by_day.resize(found.len(), BTreeMap::new());
         let patterns: Vec<PatternSummary> = found
             .iter()
-            .map(|(items, support, occurrences)| PatternSummary {
-                tools: names(items),
-                support: *support,
-                occurrences: *occurrences,
-                round_trips_saved: u64::from(*support) * (items.len() as u64 - 1),
-            })
+            .zip(by_day)
+            .map(
+                |((items, support, occurrences), support_by_day)| PatternSummary {
+                    tools: names(items),
+                    support: *support,
+                    occurrences: *occurrences,
+                    round_trips_saved: u64::from(*support) * (items.len() as u64 - 1),
+                    support_by_day,
+                },
+            )
             .collect();
         let mining_time = started.elapsed();
 

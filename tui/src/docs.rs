@@ -211,6 +211,30 @@ pub fn tone_of_status(status: &str) -> Tone {
     status_tone(status)
 }
 
+/// "support per day" as an ASCII sparkline, from a pattern's `support_by_day` or a candidate's
+/// `evidence.support_by_day`.
+fn push_support_by_day(out: &mut Vec<SummaryLine>, doc: &Value) {
+    let Some(Value::Object(days)) = first(doc, &["/support_by_day", "/evidence/support_by_day"])
+    else {
+        return;
+    };
+    let counts: Vec<(String, u64)> = days
+        .iter()
+        .map(|(day, n)| (day.clone(), n.as_u64().unwrap_or(0)))
+        .collect();
+    if let (Some(first_day), Some(last_day)) = (counts.first(), counts.last()) {
+        out.push(line(
+            format!(
+                "support per day: [{}] {}..{}",
+                sparkline(&counts.iter().map(|(_, n)| *n).collect::<Vec<_>>()),
+                first_day.0,
+                last_day.0
+            ),
+            Tone::Plain,
+        ));
+    }
+}
+
 /// Summary lines of a pattern document.
 pub fn pattern_summary(key: &str, doc: &Value) -> Vec<SummaryLine> {
     let mut out = vec![line(doc_name(key, doc), Tone::Heading)];
@@ -221,6 +245,10 @@ pub fn pattern_summary(key: &str, doc: &Value) -> Vec<SummaryLine> {
     if let Some(support) = doc_support(doc) {
         out.push(line(format!("support: {support}"), Tone::Plain));
     }
+    if !steps.is_empty() {
+        out.push(line(format!("length: {}", steps.len()), Tone::Plain));
+    }
+    push_support_by_day(&mut out, doc);
     if let Some(Value::Array(occ)) = first(doc, &["/occurrences", "/evidence/occurrences"]) {
         out.push(line(format!("occurrences: {}", occ.len()), Tone::Plain));
     }
@@ -246,23 +274,7 @@ pub fn candidate_summary(key: &str, doc: &Value, verdict: Option<&Value>) -> Vec
     if let Some(support) = doc_support(doc) {
         out.push(line(format!("support: {support}"), Tone::Plain));
     }
-    if let Some(Value::Object(days)) = doc.pointer("/evidence/support_by_day") {
-        let counts: Vec<(String, u64)> = days
-            .iter()
-            .map(|(day, n)| (day.clone(), n.as_u64().unwrap_or(0)))
-            .collect();
-        if let (Some(first_day), Some(last_day)) = (counts.first(), counts.last()) {
-            out.push(line(
-                format!(
-                    "support per day: [{}] {}..{}",
-                    sparkline(&counts.iter().map(|(_, n)| *n).collect::<Vec<_>>()),
-                    first_day.0,
-                    last_day.0
-                ),
-                Tone::Plain,
-            ));
-        }
-    }
+    push_support_by_day(&mut out, doc);
     if let Some(Value::Object(props)) = doc.pointer("/flow/input_schema/properties") {
         let names: Vec<&str> = props.keys().map(String::as_str).collect();
         out.push(line(

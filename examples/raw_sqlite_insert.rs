@@ -6,7 +6,7 @@
 //! No schema versioning, no indexes, no trace rows, no duplicate checks: the floor the store's
 //! own import is compared with.
 //!
-//!     cargo run --release -p chainweaver-recorder --example raw_sqlite_insert -- IN.jsonl OUT.db
+//!     cargo run --release --example raw_sqlite_insert -- IN.jsonl OUT.db
 
 use std::io::BufRead;
 use std::time::Instant;
