@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod candidates;
 mod cli;
 mod executor;
 mod tui;
