@@ -37,5 +37,18 @@ fn every_candidate_compiles_against_its_inferred_tool_schemas() {
             candidate.id,
             report.findings
         );
+
+        // The check has teeth: a mapping onto a field the tool does not take is refused.
+        let mut broken = candidate.flow.clone();
+        let mapping = match &mut broken {
+            FlowDefinition::Linear(flow) => &mut flow.steps[0].input_mapping,
+            FlowDefinition::Dag(flow) => &mut flow.steps[0].input_mapping,
+        };
+        mapping.insert("no_such_field".into(), serde_json::json!("x"));
+        assert!(
+            !compile_flow(&broken, &tools).is_ok(),
+            "{}: a bogus target compiles",
+            candidate.id
+        );
     }
 }
