@@ -169,29 +169,19 @@ impl ChainAnalyzer {
         let names = |items: &[u32]| -> Vec<String> {
             items.iter().map(|&id| db.name(id).to_string()).collect()
         };
-        // Support per day for the patterns worth browsing (contiguous positions are cheap).
-        let dated: Vec<&Vec<u32>> = found
+        // Occurrences, found once, for the patterns worth browsing (support per day) and the
+        // best-ranked of those, which become candidates.
+        let located: Vec<&Vec<u32>> = found
             .iter()
-            .take(config.max_dated_patterns)
+            .take(config.max_dated_patterns.max(config.max_candidates))
             .map(|(items, _, _)| items)
             .collect();
-        let mut by_day: Vec<BTreeMap<String, u64>> = match config.max_gap {
-            None => spm::contiguous::occurrences(&db, &dated)
-                .into_iter()
-                .map(|list| support_by_day(traces, list.iter().map(|o| o.sequence as usize)))
-                .collect(),
-            Some(max_gap) => dated
-                .iter()
-                .map(|items| {
-                    support_by_day(
-                        traces,
-                        gapped_occurrences(&db, items, max_gap)
-                            .iter()
-                            .map(|o| o.trace),
-                    )
-                })
-                .collect(),
-        };
+        let mut occurrence_lists = pattern_occurrences(&db, &located, config.max_gap);
+        let mut by_day: Vec<BTreeMap<String, u64>> = occurrence_lists
+            .iter()
+            .take(config.max_dated_patterns)
+            .map(|list| support_by_day(traces, list.iter().map(|o| o.trace)))
+            .collect();
         by_day.resize(found.len(), BTreeMap::new());
         let patterns: Vec<PatternSummary> = found
             .iter()
@@ -209,29 +199,8 @@ impl ChainAnalyzer {
         let mining_time = started.elapsed();
 
         let started = Instant::now();
-        let chosen: Vec<&Vec<u32>> = found
-            .iter()
-            .take(config.max_candidates)
-            .map(|(items, _, _)| items)
-            .collect();
-        let occurrence_lists: Vec<Vec<Occurrence>> = match config.max_gap {
-            None => spm::contiguous::occurrences(&db, &chosen)
-                .into_iter()
-                .zip(&chosen)
-                .map(|(list, items)| {
-                    list.into_iter()
-                        .map(|o| Occurrence {
-                            trace: o.sequence as usize,
-                            steps: (o.start as usize..o.start as usize + items.len()).collect(),
-                        })
-                        .collect()
-                })
-                .collect(),
-            Some(max_gap) => chosen
-                .iter()
-                .map(|items| gapped_occurrences(&db, items, max_gap))
-                .collect(),
-        };
+        occurrence_lists.truncate(config.max_candidates);
+        let chosen = &located[..occurrence_lists.len()];
         let chosen_patterns: Vec<Pattern> = chosen
             .iter()
             .zip(occurrence_lists)
@@ -266,6 +235,33 @@ impl ChainAnalyzer {
             mining_time,
             inference_time: started.elapsed(),
         })
+    }
+}
+
+/// The occurrences of each pattern: contiguous positions, or (with a gap) the leftmost
+/// non-overlapping matches.
+fn pattern_occurrences(
+    db: &SequenceDb,
+    patterns: &[&Vec<u32>],
+    max_gap: Option<usize>,
+) -> Vec<Vec<Occurrence>> {
+    match max_gap {
+        None => spm::contiguous::occurrences(db, patterns)
+            .into_iter()
+            .zip(patterns)
+            .map(|(list, items)| {
+                list.into_iter()
+                    .map(|o| Occurrence {
+                        trace: o.sequence as usize,
+                        steps: (o.start as usize..o.start as usize + items.len()).collect(),
+                    })
+                    .collect()
+            })
+            .collect(),
+        Some(max_gap) => patterns
+            .iter()
+            .map(|items| gapped_occurrences(db, items, max_gap))
+            .collect(),
     }
 }
 
