@@ -101,6 +101,10 @@ pub enum Error {
     /// A replay could not start (recorded result and flow do not fit together, ...).
     #[error("replay of trace {trace_id}: {message}")]
     Replay { trace_id: String, message: String },
+    /// A candidate could not be verified (no recordings, a tool missing from the manifest, a
+    /// side-effecting tool without permission, ...).
+    #[error("{}{message}", candidate_prefix(candidate))]
+    Verify { candidate: String, message: String },
     /// A blocking API was called from inside an async runtime.
     #[error(
         "the blocking executor API was called inside an async runtime; use the `_async` method"
@@ -123,6 +127,14 @@ pub enum Error {
 
 fn step_prefix(step: Option<usize>) -> String {
     step.map(|s| format!("step {s}: ")).unwrap_or_default()
+}
+
+fn candidate_prefix(candidate: &str) -> String {
+    if candidate.is_empty() {
+        String::new()
+    } else {
+        format!("candidate `{candidate}`: ")
+    }
 }
 
 fn summarize(findings: &[Finding]) -> String {
@@ -153,6 +165,7 @@ impl Error {
             Error::Registry { .. } => "registry",
             Error::Checkpoint { .. } => "checkpoint",
             Error::Replay { .. } => "replay",
+            Error::Verify { .. } => "verify",
             Error::BlockingInAsync => "blocking_in_async",
             Error::Runtime(_) => "runtime",
             Error::Io { .. } => "io",

@@ -11,6 +11,8 @@
 //! - [`registry`]: [`FlowRegistry`](registry::FlowRegistry), versions and lifecycle.
 //! - [`replay`]: replay in verify and execute modes.
 //! - [`chain_tool`]: chain tools (`chain_config`) imported as flows.
+//! - [`verify`]: replay mined candidates against held-out traffic with recorded (cassette) or
+//!   live tools, and decide their verdicts.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -24,5 +26,6 @@ pub mod flow;
 pub mod registry;
 pub mod replay;
 pub mod tool;
+pub mod verify;
 
 pub use error::{Error, Result};

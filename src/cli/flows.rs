@@ -9,7 +9,12 @@ use chainweaver::flow::{CompileReport, compile_flow, load_flow_file, step_views}
 use chainweaver::registry::FlowStatus;
 use chainweaver::tool::ToolRegistry;
 
+use chainweaver_recorder::model::candidate::{CandidateStatus, VerdictStatus};
+
+use super::mine::{CANDIDATE_KIND, find_candidate};
 use super::run::{lib_failure, load_tools, open_registry};
+use super::store::open_existing;
+use super::verify::{check_promotable, status_word};
 use super::{Failure, Global, OutputFormat, exit};
 
 /// Validate, list, show and register flows.
@@ -46,6 +51,15 @@ pub enum FlowsCommand {
         /// Lifecycle status: draft, active, deprecated or retired.
         #[arg(long, default_value = "active")]
         status: String,
+    },
+    /// Register a verified candidate's flow as an active flow (refused for an unverified one
+    /// unless --force).
+    Promote {
+        /// A candidate id, or its rank in `candidates list`.
+        candidate: String,
+        /// Promote even without a `verified` verdict.
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -233,6 +247,57 @@ pub fn run(args: FlowsArgs, global: &Global) -> anyhow::Result<u8> {
                 writeln!(out)?;
             } else {
                 writeln!(out, "registered {name} {version} as {status}")?;
+            }
+            Ok(exit::OK)
+        }
+        FlowsCommand::Promote { candidate, force } => {
+            let mut store = open_existing(&global.store)?;
+            let mut candidate = find_candidate(store.as_ref(), &candidate, global)?;
+            let verdict = check_promotable(store.as_ref(), &candidate, force)?;
+            let (name, version) = (
+                candidate.flow.name().to_string(),
+                candidate.flow.version().to_string(),
+            );
+            {
+                let mut registry = open_registry(global)?;
+                registry
+                    .register(candidate.flow.clone(), FlowStatus::Active)
+                    .map_err(lib_failure)?;
+            }
+            candidate.status = CandidateStatus::Promoted;
+            store.put_document(
+                CANDIDATE_KIND,
+                &candidate.id,
+                &serde_json::to_value(&candidate)?,
+            )?;
+            let evidence = verdict.as_ref().map(|v| {
+                format!(
+                    "{}: {}/{} held-out replays exact",
+                    status_word(v.status),
+                    v.exact_matches,
+                    v.occurrences_replayed
+                )
+            });
+            if global.format == OutputFormat::Json {
+                serde_json::to_writer_pretty(
+                    &mut out,
+                    &json!({"candidate": candidate.id, "name": name, "version": version, "status": FlowStatus::Active, "verdict": verdict, "forced": force && verdict.as_ref().is_none_or(|v| v.status != VerdictStatus::Verified)}),
+                )?;
+                writeln!(out)?;
+            } else {
+                writeln!(
+                    out,
+                    "promoted {} to flow {name} {version} (active){}",
+                    candidate.id,
+                    match evidence {
+                        Some(e) => format!("; {e}"),
+                        None => "; forced without a verdict".into(),
+                    }
+                )?;
+                writeln!(
+                    out,
+                    "run it: chainweaver run {name} --tools MANIFEST --input '{{...}}'"
+                )?;
             }
             Ok(exit::OK)
         }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
+use chainweaver::verify::Split;
 use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig, MineOutcome, PatternSummary};
 use chainweaver_analyzer::spm::{self, ContiguousOptions, GappedOptions, SequenceDb};
 use chainweaver_recorder::model::TraceWithSteps;
@@ -20,6 +21,7 @@ use super::{Failure, Global, exit, progress};
 /// Document kinds in the store.
 pub const PATTERN_KIND: &str = "pattern";
 pub const CANDIDATE_KIND: &str = "candidate";
+pub const VERDICT_KIND: &str = "verdict";
 /// At most this many patterns are kept in the store for browsing.
 const STORED_PATTERNS: usize = 1000;
 
@@ -58,6 +60,10 @@ pub struct MineArgs {
     /// With --count-only: mine this SPMF sequence file instead of the store.
     #[arg(long, requires = "count_only", value_name = "FILE")]
     pub spmf: Option<PathBuf>,
+    /// Hold this percent of the traces (chosen by a hash of the trace id, the same on every
+    /// run) out of mining, for `verify` to replay. Default: 0 for `mine`, 20 for `analyze`.
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub holdout: Option<u8>,
 }
 
 impl MineArgs {
@@ -114,13 +120,59 @@ pub fn load_traces(store: &dyn TraceStore, global: &Global) -> anyhow::Result<Ve
     Ok(traces)
 }
 
-/// Mine and store the outcome: patterns and candidates replace those of an earlier run.
+/// What a mining run used and produced.
+pub struct Mined {
+    pub outcome: MineOutcome,
+    /// The traces mining saw.
+    pub mined: Vec<TraceWithSteps>,
+    /// The traces held out for verification.
+    pub held_out: Vec<TraceWithSteps>,
+}
+
+/// Mine the traces `split` leaves to mining and store the outcome: patterns and candidates
+/// replace those of an earlier run; each candidate records the split in its metadata so
+/// `verify` replays only traffic mining did not see.
 pub fn mine_and_store(
     store: &mut dyn TraceStore,
     config: MineConfig,
+    split: Split,
+    global: &Global,
+) -> anyhow::Result<Mined> {
+    let traces = load_traces(store, global)?;
+    let (mined, held_out) = split.partition(traces, |t| t.trace.trace_id.as_str());
+    let mut outcome = mine_traces(&mined, held_out.len(), config, global)?;
+    let split_value = serde_json::to_value(split)?;
+    for candidate in &mut outcome.candidates {
+        candidate
+            .metadata
+            .insert("split".into(), split_value.clone());
+    }
+    store_outcome(store, &outcome)?;
+    Ok(Mined {
+        outcome,
+        mined,
+        held_out,
+    })
+}
+
+/// Mine `traces` (nothing stored); `held_out` traces were set aside.
+pub fn mine_traces(
+    traces: &[TraceWithSteps],
+    held_out: usize,
+    config: MineConfig,
     global: &Global,
 ) -> anyhow::Result<MineOutcome> {
-    let traces = load_traces(store, global)?;
+    if traces.is_empty() && held_out > 0 {
+        return Err(Failure {
+            code: exit::FAILED,
+            message: format!(
+                "all {held_out} traces of {} were held out, none is left to mine",
+                global.store.display()
+            ),
+            hint: Some("lower --holdout".into()),
+        }
+        .into());
+    }
     if traces.is_empty() {
         return Err(Failure {
             code: exit::FAILED,
@@ -131,9 +183,15 @@ pub fn mine_and_store(
     }
     let spinner = progress::bar(global, 0, "mining");
     spinner.enable_steady_tick(std::time::Duration::from_millis(120));
-    let outcome = ChainAnalyzer::new(config).analyze(&traces)?;
+    let outcome = ChainAnalyzer::new(config).analyze(traces)?;
     spinner.finish_and_clear();
-    for kind in [PATTERN_KIND, CANDIDATE_KIND] {
+    Ok(outcome)
+}
+
+/// Replace the stored patterns and candidates with `outcome`'s (the verdicts of the old
+/// candidates go too: they judged other flows).
+pub fn store_outcome(store: &mut dyn TraceStore, outcome: &MineOutcome) -> anyhow::Result<()> {
+    for kind in [PATTERN_KIND, CANDIDATE_KIND, VERDICT_KIND] {
         for (key, _) in store.list_documents(kind)? {
             store.delete_document(kind, &key)?;
         }
@@ -149,7 +207,7 @@ pub fn mine_and_store(
             &serde_json::to_value(candidate)?,
         )?;
     }
-    Ok(outcome)
+    Ok(())
 }
 
 #[derive(Debug, Serialize)]
@@ -206,8 +264,24 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
         return count_only(&args, global);
     }
     let mut store = open_existing(&global.store)?;
-    let outcome = mine_and_store(store.as_mut(), args.config(), global)?;
-    emit(global, &outcome, || summary_text(&outcome))?;
+    let split = Split::Holdout {
+        percent: args.holdout.unwrap_or(0),
+    };
+    let mined = mine_and_store(store.as_mut(), args.config(), split, global)?;
+    let outcome = &mined.outcome;
+    emit(global, outcome, || {
+        let mut text = String::new();
+        if !mined.held_out.is_empty() {
+            text.push_str(&format!(
+                "mined {} traces, {} held out for `chainweaver verify` ({})\n",
+                mined.mined.len(),
+                mined.held_out.len(),
+                split.describe()
+            ));
+        }
+        text.push_str(&summary_text(outcome));
+        text
+    })?;
     Ok(exit::OK)
 }
 
@@ -236,6 +310,7 @@ fn candidate_table(candidates: &[Candidate]) -> Table {
         "candidate",
         ">support",
         ">saved",
+        ">data flow",
         ">confidence",
         ">flagged",
         "effects",
@@ -262,7 +337,7 @@ fn candidate_table(candidates: &[Candidate]) -> Table {
     table
 }
 
-fn stored_candidates(store: &dyn TraceStore) -> anyhow::Result<Vec<Candidate>> {
+pub fn stored_candidates(store: &dyn TraceStore) -> anyhow::Result<Vec<Candidate>> {
     let mut candidates = Vec::new();
     for (key, document) in store.list_documents(CANDIDATE_KIND)? {
         let candidate: Candidate = serde_json::from_value(document)
@@ -279,7 +354,7 @@ fn stored_candidates(store: &dyn TraceStore) -> anyhow::Result<Vec<Candidate>> {
 }
 
 /// A candidate by id, or by its rank in `candidates list` (1-based).
-fn find_candidate(
+pub fn find_candidate(
     store: &dyn TraceStore,
     wanted: &str,
     global: &Global,

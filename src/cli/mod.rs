@@ -19,6 +19,7 @@ mod progress;
 mod store;
 mod traces;
 mod tui;
+mod verify;
 
 /// Record agent tool calls, mine the sequences they repeat, and run them as replay-verified
 /// flows.
@@ -114,6 +115,11 @@ pub enum Command {
     /// Candidate flows: list, show, export.
     #[command(subcommand)]
     Candidates(mine::CandidatesCommand),
+    /// Replay candidates against held-out traffic and record their verdicts.
+    Verify(verify::VerifyArgs),
+    /// Verdicts of verified candidates: list, show.
+    #[command(subcommand)]
+    Verdicts(verify::VerdictsCommand),
     /// Inspect stored traces: list, show, stats, export, convert.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
@@ -205,6 +211,8 @@ fn run(mut cli: Cli) -> anyhow::Result<u8> {
         Command::Mine(args) => mine::run_mine(args, global),
         Command::Patterns(command) => mine::run_patterns(command, global),
         Command::Candidates(command) => mine::run_candidates(command, global),
+        Command::Verify(args) => verify::run_verify(args, global),
+        Command::Verdicts(command) => verify::run_verdicts(command, global),
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
         Command::Tui(args) => tui::run(args, global),

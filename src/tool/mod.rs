@@ -560,6 +560,12 @@ impl ToolRegistry {
         self
     }
 
+    /// Add (or replace) a tool another registry shares.
+    pub fn insert_shared(&mut self, tool: Arc<Tool>) -> &mut Self {
+        self.tools.insert(tool.name.clone(), tool);
+        self
+    }
+
     /// Add every tool of another registry (replacing same-named ones).
     pub fn extend(&mut self, other: ToolRegistry) {
         self.tools.extend(other.tools);

@@ -374,11 +374,96 @@ pub enum VerdictStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepDiff {
     pub occurrence: OccurrenceRef,
+    /// Position of the step in the candidate's flow (0-based).
     pub step: usize,
-    /// Pointer into the step's output (or input) where they differ.
+    /// The step's tool.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tool_name: String,
+    /// Pointer into the step record where they differ: `/inputs/user_id`, `/outputs/total`,
+    /// `/success` (or the empty pointer for the whole step).
     pub pointer: String,
+    /// What the agent's recorded call held (`None`: absent).
     pub expected: Option<Value>,
+    /// What the replay produced (`None`: absent).
     pub actual: Option<Value>,
+}
+
+/// Why a replayed occurrence did not match its recording (the first differing step decides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureMode {
+    /// The flow computed a step input the agent did not send: a binding is wrong.
+    BindingWrong,
+    /// The same input gave a different output than recorded: the tool is not deterministic
+    /// (or changed since the recording).
+    ToolOutputChanged,
+    /// The tool failed where the recording succeeded (or the other way round).
+    ToolFailed,
+}
+
+impl FailureMode {
+    /// The words reports use: `binding wrong`, `tool output changed`, `tool failed`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FailureMode::BindingWrong => "binding wrong",
+            FailureMode::ToolOutputChanged => "tool output changed",
+            FailureMode::ToolFailed => "tool failed",
+        }
+    }
+}
+
+/// Occurrences that failed, by [`FailureMode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FailureCounts {
+    pub binding_wrong: usize,
+    pub tool_output_changed: usize,
+    pub tool_failed: usize,
+}
+
+impl FailureCounts {
+    /// Count one failed occurrence.
+    pub fn add(&mut self, mode: FailureMode) {
+        match mode {
+            FailureMode::BindingWrong => self.binding_wrong += 1,
+            FailureMode::ToolOutputChanged => self.tool_output_changed += 1,
+            FailureMode::ToolFailed => self.tool_failed += 1,
+        }
+    }
+
+    /// Failed occurrences in all.
+    pub fn total(&self) -> usize {
+        self.binding_wrong + self.tool_output_changed + self.tool_failed
+    }
+}
+
+/// The thresholds a verdict's status was decided by.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VerdictThresholds {
+    /// Share of exact replays at or above which a candidate is verified.
+    #[serde(deserialize_with = "exact_f64")]
+    pub verified: f64,
+    /// Share of exact replays at or above which a candidate is partial (below: rejected).
+    #[serde(deserialize_with = "exact_f64")]
+    pub partial: f64,
+    /// Fewer held-out occurrences than this: rejected for lack of evidence.
+    pub min_occurrences: usize,
+    /// Share of steps linked by data flow below which a candidate is rejected whatever its
+    /// replays: a step that shares no value with the others only echoes the agent's
+    /// arguments, so replaying it proves nothing (1: every step must read from or feed
+    /// another).
+    #[serde(deserialize_with = "exact_f64")]
+    pub min_data_flow: f64,
+}
+
+impl Default for VerdictThresholds {
+    fn default() -> Self {
+        Self {
+            verified: 0.9,
+            partial: 0.5,
+            min_occurrences: 3,
+            min_data_flow: 1.0,
+        }
+    }
 }
 
 /// The result of replaying a candidate against held-out occurrences.
@@ -388,6 +473,30 @@ pub struct Verdict {
     pub status: VerdictStatus,
     pub occurrences_replayed: usize,
     pub exact_matches: usize,
+    /// `exact_matches / occurrences_replayed` (0 without occurrences).
+    #[serde(default, deserialize_with = "exact_f64")]
+    pub exact_rate: f64,
+    /// Failed occurrences by cause.
+    #[serde(default)]
+    pub failures: FailureCounts,
+    /// `recorded` (the cassette) or `live` (real tools).
+    #[serde(default)]
+    pub mode: String,
+    /// Why the status is what it is, in a sentence.
+    #[serde(default)]
+    pub reason: String,
+    #[serde(default)]
+    pub thresholds: Option<VerdictThresholds>,
+    /// Held-out traces searched for occurrences.
+    #[serde(default)]
+    pub holdout_traces: usize,
+    /// Held-out occurrences found (some may not have been replayed when capped).
+    #[serde(default)]
+    pub occurrences_found: usize,
+    /// When the verdict was reached (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified_at: Option<String>,
+    /// The first differences found (capped), each naming the occurrence, step and pointer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diffs: Vec<StepDiff>,
 }

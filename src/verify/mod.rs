@@ -1,0 +1,698 @@
+//! Verification: replay each mined candidate through the real executor against held-out
+//! traffic, and decide a [`Verdict`].
+//!
+//! For every occurrence of the candidate's tool sequence in traces that mining did not see, the
+//! candidate's flow runs through a [`FlowExecutor`] (the same one production runs use) with its
+//! flow inputs taken from that occurrence. Each step's inputs and outputs are compared with what
+//! the agent actually sent and got:
+//!
+//! - an input that differs means a binding is wrong ([`FailureMode::BindingWrong`]);
+//! - the same input answered differently means the tool's output changed
+//!   ([`FailureMode::ToolOutputChanged`]): a nondeterministic live tool, or one that changed;
+//! - a tool that failed where the agent's call succeeded, or the other way round, is
+//!   [`FailureMode::ToolFailed`].
+//!
+//! Tools are either recorded (a [`Cassette`] built from observed steps) or live (a command-tool
+//! manifest; tools not marked `read_only` only with `allow_side_effects`). The verdict's status
+//! follows [`VerdictThresholds`]: verified at or above the verified share of exact replays,
+//! partial at or above the partial share, rejected below it, with too few held-out occurrences,
+//! or when the candidate's steps share no data (a chain of unrelated calls only echoes the
+//! agent's arguments back, so replaying it proves nothing).
+//!
+//! ```
+//! use chainweaver::verify::{Split, trace_hash};
+//!
+//! // Mining and verification see disjoint traces, the same way on every run.
+//! let split = Split::default(); // 80/20
+//! let held_out = (0..1000).filter(|i| split.is_holdout(&format!("trace-{i}"))).count();
+//! assert!(held_out > 150 && held_out < 250);
+//! assert_eq!(trace_hash("t-1"), trace_hash("t-1"));
+//! ```
+
+pub mod cassette;
+mod split;
+
+pub use cassette::{Cassette, IgnorePaths, Miss, Preference, RecordedOutcome, Recording};
+pub use split::{Split, trace_hash};
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+
+use chainweaver_recorder::model::candidate::{
+    Candidate, FailureCounts, FailureMode, OccurrenceRef, StepDiff as VerdictDiff, Verdict,
+    VerdictStatus, VerdictThresholds,
+};
+use chainweaver_recorder::model::flow::FlowDefinition;
+use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::executor::{ExecutionResult, FlowExecutor, RunOptions};
+use crate::replay::{StepDiff, diff_values};
+use crate::tool::{JsonObject, ToolRegistry};
+
+/// Where replayed tools come from.
+#[derive(Clone)]
+pub enum ToolSource {
+    /// Answers from recorded calls.
+    Recorded(Arc<Cassette>),
+    /// Real tools (a command-tool manifest). Tools not marked `read_only` are refused unless
+    /// `allow_side_effects`.
+    Live {
+        tools: ToolRegistry,
+        allow_side_effects: bool,
+        /// Volatile fields left out when comparing.
+        ignore: IgnorePaths,
+    },
+}
+
+impl std::fmt::Debug for ToolSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolSource::Recorded(_) => f.write_str("ToolSource::Recorded"),
+            ToolSource::Live { tools, .. } => write!(f, "ToolSource::Live({} tools)", tools.len()),
+        }
+    }
+}
+
+impl ToolSource {
+    /// `recorded` or `live`.
+    pub fn mode(&self) -> &'static str {
+        match self {
+            ToolSource::Recorded(_) => "recorded",
+            ToolSource::Live { .. } => "live",
+        }
+    }
+
+    fn ignore(&self) -> &IgnorePaths {
+        match self {
+            ToolSource::Recorded(cassette) => cassette.ignore_paths(),
+            ToolSource::Live { ignore, .. } => ignore,
+        }
+    }
+}
+
+/// Tuning of verification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifyOptions {
+    pub thresholds: VerdictThresholds,
+    /// Replay at most this many held-out occurrences per candidate (the first found, in trace
+    /// order).
+    pub max_occurrences: usize,
+    /// Keep at most this many step differences in a verdict.
+    pub max_diffs: usize,
+    /// For gapped candidates: the most unrelated calls allowed between two steps.
+    pub max_gap: usize,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        Self {
+            thresholds: VerdictThresholds::default(),
+            max_occurrences: 1_000,
+            max_diffs: 20,
+            max_gap: 3,
+        }
+    }
+}
+
+/// One place the candidate's tool sequence was found: a trace index and step positions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundOccurrence {
+    pub trace: usize,
+    pub steps: Vec<usize>,
+}
+
+/// Occurrences of `tools` in `traces`, left to right and not overlapping, skipping the traces
+/// whose ids are in `exclude`. Contiguous unless `max_gap` is given (then up to that many other
+/// calls may sit between two steps; the earliest match is taken).
+pub fn find_occurrences(
+    traces: &[&TraceWithSteps],
+    tools: &[String],
+    max_gap: Option<usize>,
+    exclude: &HashSet<&str>,
+    limit: usize,
+) -> Vec<FoundOccurrence> {
+    let mut found = Vec::new();
+    if tools.is_empty() {
+        return found;
+    }
+    for (t, trace) in traces.iter().enumerate() {
+        if exclude.contains(trace.trace.trace_id.as_str()) {
+            continue;
+        }
+        let steps = &trace.steps;
+        let mut start = 0;
+        while start < steps.len() && found.len() < limit {
+            if steps[start].tool_name != tools[0] {
+                start += 1;
+                continue;
+            }
+            let mut positions = vec![start];
+            let mut at = start;
+            for tool in &tools[1..] {
+                let reach = match max_gap {
+                    None => at + 1,
+                    Some(gap) => at + 1 + gap,
+                };
+                let next = (at + 1..=reach.min(steps.len().saturating_sub(1)))
+                    .find(|&i| steps[i].tool_name == *tool);
+                match next {
+                    Some(i) => {
+                        positions.push(i);
+                        at = i;
+                    }
+                    None => break,
+                }
+            }
+            if positions.len() == tools.len() {
+                start = at + 1;
+                found.push(FoundOccurrence {
+                    trace: t,
+                    steps: positions,
+                });
+            } else {
+                start += 1;
+            }
+        }
+        if found.len() >= limit {
+            break;
+        }
+    }
+    found
+}
+
+/// The flow inputs a caller would have passed to reproduce an occurrence: each input takes the
+/// value of the first step field mapped straight from it (a schema `default` fills the rest).
+pub fn flow_inputs(flow: &FlowDefinition, steps: &[&ObservedStep]) -> JsonObject {
+    let (schema, mappings): (Option<&Value>, Vec<&Map<String, Value>>) = match flow {
+        FlowDefinition::Linear(flow) => (
+            flow.input_schema.as_ref(),
+            flow.steps.iter().map(|s| &s.input_mapping).collect(),
+        ),
+        FlowDefinition::Dag(flow) => (
+            flow.input_schema.as_ref(),
+            flow.steps.iter().map(|s| &s.input_mapping).collect(),
+        ),
+    };
+    let properties = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object);
+    let mut inputs = Map::new();
+    let Some(properties) = properties else {
+        return inputs;
+    };
+    for (mapping, step) in mappings.iter().zip(steps) {
+        for (field, source) in mapping.iter() {
+            let Some(name) = source.as_str() else {
+                continue;
+            };
+            if !properties.contains_key(name) || inputs.contains_key(name) {
+                continue;
+            }
+            if let Some(value) = step.inputs.get(field) {
+                inputs.insert(name.to_string(), value.clone());
+            }
+        }
+    }
+    for (name, schema) in properties {
+        if !inputs.contains_key(name)
+            && let Some(default) = schema.get("default")
+        {
+            inputs.insert(name.clone(), default.clone());
+        }
+    }
+    inputs
+}
+
+/// How one replayed occurrence compared with its recording.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OccurrenceOutcome {
+    /// Every step matched (or the flow failed exactly where the agent's call failed).
+    Exact,
+    /// The first differing step, why, and its differences (pointers into the step record).
+    Differs {
+        step: usize,
+        mode: FailureMode,
+        diffs: Vec<StepDiff>,
+    },
+}
+
+/// Compare a replay with the occurrence it replayed. `tools[s]` is step `s`'s tool.
+pub fn compare_replay(
+    result: &ExecutionResult,
+    recorded: &[&ObservedStep],
+    flow_input: &JsonObject,
+    ignore: &IgnorePaths,
+) -> OccurrenceOutcome {
+    if let Some(rejected) = result
+        .execution_log
+        .iter()
+        .find(|r| r.step_index < 0 && !r.success)
+    {
+        return OccurrenceOutcome::Differs {
+            step: 0,
+            mode: FailureMode::BindingWrong,
+            diffs: vec![StepDiff {
+                step: Some(0),
+                pointer: String::new(),
+                expected: Some(Value::Object(flow_input.clone())),
+                actual: rejected
+                    .error_message
+                    .clone()
+                    .map(|m| Value::String(format!("flow input rejected: {m}"))),
+            }],
+        };
+    }
+    for (s, expected) in recorded.iter().enumerate() {
+        let tool = expected.tool_name.as_str();
+        let Some(record) = result
+            .execution_log
+            .iter()
+            .find(|r| usize::try_from(r.step_index).is_ok_and(|i| i == s))
+        else {
+            return OccurrenceOutcome::Differs {
+                step: s,
+                mode: FailureMode::ToolFailed,
+                diffs: vec![StepDiff {
+                    step: Some(s),
+                    pointer: String::new(),
+                    expected: Some(Value::String(format!("a call of `{tool}`"))),
+                    actual: None,
+                }],
+            };
+        };
+        let mut diffs = Vec::new();
+        let expected_input = ignore.strip(tool, &expected.inputs);
+        let actual_input = ignore.strip(tool, &Value::Object(record.inputs.clone()));
+        diff_values(
+            Some(s),
+            "/inputs",
+            Some(&expected_input),
+            Some(&actual_input),
+            &mut diffs,
+        );
+        if !diffs.is_empty() {
+            return OccurrenceOutcome::Differs {
+                step: s,
+                mode: FailureMode::BindingWrong,
+                diffs,
+            };
+        }
+        match (expected.is_error(), record.success) {
+            (true, false) => return OccurrenceOutcome::Exact,
+            (false, false) => {
+                return OccurrenceOutcome::Differs {
+                    step: s,
+                    mode: FailureMode::ToolFailed,
+                    diffs: vec![StepDiff {
+                        step: Some(s),
+                        pointer: "/error_message".into(),
+                        expected: None,
+                        actual: record.error_message.clone().map(Value::String),
+                    }],
+                };
+            }
+            (true, true) => {
+                return OccurrenceOutcome::Differs {
+                    step: s,
+                    mode: FailureMode::ToolFailed,
+                    diffs: vec![StepDiff {
+                        step: Some(s),
+                        pointer: "/success".into(),
+                        expected: Some(Value::Bool(false)),
+                        actual: Some(Value::Bool(true)),
+                    }],
+                };
+            }
+            (false, true) => {}
+        }
+        let expected_output =
+            cassette::normalized_output(expected.outputs.as_ref().unwrap_or(&Value::Null));
+        let actual_output = record.outputs.clone().unwrap_or_default();
+        let mut output_diffs = Vec::new();
+        diff_values(
+            Some(s),
+            "",
+            Some(&Value::Object(expected_output)),
+            Some(&Value::Object(actual_output)),
+            &mut output_diffs,
+        );
+        output_diffs.retain(|d| !ignore.ignores(tool, &d.pointer));
+        if !output_diffs.is_empty() {
+            for diff in &mut output_diffs {
+                diff.pointer = format!("/outputs{}", diff.pointer);
+            }
+            return OccurrenceOutcome::Differs {
+                step: s,
+                mode: FailureMode::ToolOutputChanged,
+                diffs: output_diffs,
+            };
+        }
+    }
+    OccurrenceOutcome::Exact
+}
+
+/// Replays candidates against held-out traces.
+#[derive(Debug, Clone)]
+pub struct Verifier {
+    source: ToolSource,
+    options: VerifyOptions,
+}
+
+impl Verifier {
+    pub fn new(source: ToolSource, options: VerifyOptions) -> Self {
+        Self { source, options }
+    }
+
+    pub fn options(&self) -> &VerifyOptions {
+        &self.options
+    }
+
+    /// The tools one candidate replays with: an error naming the candidate when a tool has no
+    /// recordings, is missing from the manifest, or may have side effects without permission.
+    fn tools_for(
+        &self,
+        candidate: &Candidate,
+        prefer: &Arc<Mutex<Preference>>,
+    ) -> Result<ToolRegistry> {
+        let fail = |message: String| Error::Verify {
+            candidate: candidate.id.clone(),
+            message,
+        };
+        match &self.source {
+            ToolSource::Recorded(cassette) => {
+                cassette
+                    .registry(&candidate.tools, prefer)
+                    .map_err(|err| match err {
+                        Error::Verify { message, .. } => fail(message),
+                        other => other,
+                    })
+            }
+            ToolSource::Live {
+                tools,
+                allow_side_effects,
+                ..
+            } => {
+                let mut registry = ToolRegistry::new();
+                for name in &candidate.tools {
+                    let Some(tool) = tools.get(name) else {
+                        return Err(fail(format!("the tool manifest declares no tool `{name}`")));
+                    };
+                    if tool.read_only() != Some(true) && !allow_side_effects {
+                        return Err(fail(format!(
+                            "tool `{name}` is not marked `read_only = true` in the manifest; replaying it live may change the world (pass --allow-side-effects to allow it)"
+                        )));
+                    }
+                    if registry.get(name).is_none() {
+                        registry.insert_shared(Arc::clone(tool));
+                    }
+                }
+                Ok(registry)
+            }
+        }
+    }
+
+    /// Replay `candidate` on its occurrences in `held_out` (traces the candidate was mined from,
+    /// by its evidence, are skipped) and decide its verdict.
+    pub fn verify(&self, candidate: &Candidate, held_out: &[&TraceWithSteps]) -> Result<Verdict> {
+        let prefer = Arc::new(Mutex::new(Preference::default()));
+        let tools = self.tools_for(candidate, &prefer)?;
+        let executor = FlowExecutor::new(tools);
+        let mined: HashSet<&str> = candidate
+            .evidence
+            .occurrence_refs
+            .iter()
+            .map(|r| r.trace_id.as_str())
+            .collect();
+        let exclude_traces: HashSet<&str> = held_out
+            .iter()
+            .map(|t| t.trace.trace_id.as_str())
+            .filter(|id| mined.contains(id))
+            .collect();
+        let found = find_occurrences(
+            held_out,
+            &candidate.tools,
+            candidate.gapped.then_some(self.options.max_gap),
+            &exclude_traces,
+            usize::MAX,
+        );
+        let ignore = self.source.ignore();
+        let mut verdict = Verdict {
+            candidate_id: candidate.id.clone(),
+            status: VerdictStatus::Rejected,
+            occurrences_replayed: 0,
+            exact_matches: 0,
+            exact_rate: 0.0,
+            failures: FailureCounts::default(),
+            mode: self.source.mode().to_string(),
+            reason: String::new(),
+            thresholds: Some(self.options.thresholds),
+            holdout_traces: held_out.len() - exclude_traces.len(),
+            occurrences_found: found.len(),
+            verified_at: Some(chrono::Utc::now().to_rfc3339()),
+            diffs: Vec::new(),
+        };
+        let options = RunOptions::default();
+        for occurrence in found.iter().take(self.options.max_occurrences) {
+            let trace = held_out[occurrence.trace];
+            let steps: Vec<&ObservedStep> =
+                occurrence.steps.iter().map(|&i| &trace.steps[i]).collect();
+            let step_indices: Vec<u32> = steps.iter().map(|s| s.step_index).collect();
+            if let Ok(mut preference) = prefer.lock() {
+                preference.trace_id.clone_from(&trace.trace.trace_id);
+                preference.step_indices.clone_from(&step_indices);
+            }
+            let input = flow_inputs(&candidate.flow, &steps);
+            let result = executor
+                .execute(&candidate.flow, input.clone(), &options)
+                .map_err(|err| Error::Verify {
+                    candidate: candidate.id.clone(),
+                    message: format!(
+                        "the flow cannot run (trace {}): {err}",
+                        trace.trace.trace_id
+                    ),
+                })?;
+            verdict.occurrences_replayed += 1;
+            match compare_replay(&result, &steps, &input, ignore) {
+                OccurrenceOutcome::Exact => verdict.exact_matches += 1,
+                OccurrenceOutcome::Differs { step, mode, diffs } => {
+                    verdict.failures.add(mode);
+                    let reference = OccurrenceRef {
+                        trace_id: trace.trace.trace_id.clone(),
+                        step_indices: step_indices.clone(),
+                    };
+                    for diff in diffs {
+                        if verdict.diffs.len() >= self.options.max_diffs {
+                            break;
+                        }
+                        verdict.diffs.push(VerdictDiff {
+                            occurrence: reference.clone(),
+                            step,
+                            tool_name: candidate.tools.get(step).cloned().unwrap_or_default(),
+                            pointer: diff.pointer,
+                            expected: diff.expected,
+                            actual: diff.actual,
+                        });
+                    }
+                }
+            }
+        }
+        decide(&mut verdict, candidate);
+        Ok(verdict)
+    }
+
+    /// Verify several candidates, each against its own held-out traces, on up to `threads`
+    /// threads; `on_done` is called after each. One result a job, in order.
+    pub fn verify_many(
+        &self,
+        jobs: &[(&Candidate, Vec<&TraceWithSteps>)],
+        threads: usize,
+        on_done: &(dyn Fn() + Sync),
+    ) -> Vec<Result<Verdict>> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<Result<Verdict>>>> =
+            jobs.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((candidate, held_out)) = jobs.get(i) else {
+                            break;
+                        };
+                        let verdict = self.verify(candidate, held_out);
+                        if let Ok(mut slot) = results[i].lock() {
+                            *slot = Some(verdict);
+                        }
+                        on_done();
+                    }
+                });
+            }
+        });
+        results
+            .into_iter()
+            .zip(jobs)
+            .map(|(slot, (candidate, _))| {
+                slot.into_inner().ok().flatten().unwrap_or_else(|| {
+                    Err(Error::Verify {
+                        candidate: candidate.id.clone(),
+                        message: "verification stopped unexpectedly".into(),
+                    })
+                })
+            })
+            .collect()
+    }
+}
+
+/// Set a verdict's rate, status and reason from its counts and the candidate's data flow.
+pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
+    let thresholds = verdict.thresholds.unwrap_or_default();
+    let replayed = verdict.occurrences_replayed;
+    verdict.exact_rate = if replayed == 0 {
+        0.0
+    } else {
+        verdict.exact_matches as f64 / replayed as f64
+    };
+    let percent = verdict.exact_rate * 100.0;
+    let data_flow = candidate.evidence.data_flow;
+    let (status, reason) = if data_flow < thresholds.min_data_flow {
+        let steps = candidate.tools.len();
+        let linked = (data_flow * steps as f64).round() as usize;
+        let what = if linked == 0 {
+            "its steps share no data".to_string()
+        } else {
+            format!(
+                "only {linked} of its {steps} steps exchange data; the rest are unrelated calls"
+            )
+        };
+        (
+            VerdictStatus::Rejected,
+            format!(
+                "{what} (data flow {data_flow:.2} < {:.2}): replaying unrelated calls only echoes the agent's arguments",
+                thresholds.min_data_flow
+            ),
+        )
+    } else if replayed < thresholds.min_occurrences {
+        (
+            VerdictStatus::Rejected,
+            format!(
+                "{replayed} held-out occurrence{} replayed, fewer than the {} required",
+                if replayed == 1 { "" } else { "s" },
+                thresholds.min_occurrences
+            ),
+        )
+    } else if verdict.exact_rate >= thresholds.verified {
+        (
+            VerdictStatus::Verified,
+            format!(
+                "{}/{replayed} held-out occurrences replayed exactly ({percent:.1}%)",
+                verdict.exact_matches
+            ),
+        )
+    } else {
+        let mut causes = Vec::new();
+        for (count, mode) in [
+            (verdict.failures.binding_wrong, FailureMode::BindingWrong),
+            (
+                verdict.failures.tool_output_changed,
+                FailureMode::ToolOutputChanged,
+            ),
+            (verdict.failures.tool_failed, FailureMode::ToolFailed),
+        ] {
+            if count > 0 {
+                causes.push(format!("{count} {}", mode.describe()));
+            }
+        }
+        let status = if verdict.exact_rate >= thresholds.partial {
+            VerdictStatus::Partial
+        } else {
+            VerdictStatus::Rejected
+        };
+        (
+            status,
+            format!(
+                "{}/{replayed} held-out occurrences replayed exactly ({percent:.1}%); {}",
+                verdict.exact_matches,
+                causes.join(", ")
+            ),
+        )
+    };
+    verdict.status = status;
+    verdict.reason = reason;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chainweaver_recorder::model::ObservedTrace;
+    use serde_json::json;
+
+    fn trace(id: &str, tools: &[&str]) -> TraceWithSteps {
+        TraceWithSteps {
+            trace: ObservedTrace::new(id, "test"),
+            steps: tools
+                .iter()
+                .enumerate()
+                .map(|(i, t)| ObservedStep::new(id, i as u32, *t, json!({})))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn occurrences_are_found_left_to_right_without_overlap() {
+        let owned = [
+            trace("a", &["x", "y", "x", "y", "z"]),
+            trace("b", &["x", "think", "y"]),
+            trace("c", &["x", "y"]),
+        ];
+        let traces: Vec<&TraceWithSteps> = owned.iter().collect();
+        let tools = vec!["x".to_string(), "y".to_string()];
+        let exclude: HashSet<&str> = ["c"].into_iter().collect();
+        let found = find_occurrences(&traces, &tools, None, &exclude, usize::MAX);
+        assert_eq!(
+            found,
+            vec![
+                FoundOccurrence {
+                    trace: 0,
+                    steps: vec![0, 1]
+                },
+                FoundOccurrence {
+                    trace: 0,
+                    steps: vec![2, 3]
+                },
+            ]
+        );
+        let gapped = find_occurrences(&traces, &tools, Some(1), &HashSet::new(), usize::MAX);
+        assert_eq!(gapped.len(), 4);
+        assert_eq!(gapped[2].steps, vec![0, 2]);
+        assert_eq!(
+            find_occurrences(&traces, &tools, None, &HashSet::new(), 1).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn flow_inputs_come_from_the_first_field_mapped_from_them() {
+        let flow: FlowDefinition = FlowDefinition::from_value(json!({
+            "name": "f",
+            "version": "1.0.0",
+            "steps": [
+                {"tool_name": "find", "input_mapping": {"name": "name", "zip": "zip"}},
+                {"tool_name": "get", "input_mapping": {"id": "find.result", "mode": "mode"}}
+            ],
+            "input_schema": {"type": "object", "properties": {
+                "name": {"type": "string"}, "zip": {"type": "string"},
+                "mode": {"type": "string", "default": "full"}
+            }}
+        }))
+        .unwrap();
+        let a = ObservedStep::new("t", 0, "find", json!({"name": "Ann", "zip": "1"}));
+        let b = ObservedStep::new("t", 1, "get", json!({"id": "u1"}));
+        let inputs = flow_inputs(&flow, &[&a, &b]);
+        assert_eq!(
+            Value::Object(inputs),
+            json!({"name": "Ann", "zip": "1", "mode": "full"})
+        );
+    }
+}
