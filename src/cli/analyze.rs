@@ -307,7 +307,22 @@ fn report_text(outcome: &AnalyzeOutcome<'_>) -> String {
         ">round trips saved",
         ">score",
     ]);
+    // Rejected candidates are summarized, not listed: `verdicts list` has every one.
+    let mut rejected = (0usize, 0usize, 0usize);
     for (rank, entry) in outcome.report.iter().enumerate() {
+        if let Some(v) = entry.verdict
+            && v.status == VerdictStatus::Rejected
+        {
+            let thresholds = v.thresholds.unwrap_or_default();
+            if entry.candidate.evidence.data_flow < thresholds.min_data_flow {
+                rejected.0 += 1;
+            } else if v.occurrences_replayed < thresholds.min_occurrences {
+                rejected.1 += 1;
+            } else {
+                rejected.2 += 1;
+            }
+            continue;
+        }
         table.row(vec![
             (rank + 1).to_string(),
             entry.candidate.tools.join(" -> "),
@@ -324,6 +339,14 @@ fn report_text(outcome: &AnalyzeOutcome<'_>) -> String {
         ]);
     }
     text.push_str(&table.render());
+    let (unlinked, unproven, failed) = rejected;
+    if unlinked + unproven + failed > 0 {
+        let _ = writeln!(
+            text,
+            "\n{} more rejected: {unlinked} with steps that share no data (unrelated calls that merely repeat together), {unproven} with too few held-out occurrences, {failed} whose replays did not match; `chainweaver verdicts list` shows each",
+            unlinked + unproven + failed
+        );
+    }
     let errors: Vec<&ReportEntry<'_>> = outcome
         .report
         .iter()

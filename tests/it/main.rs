@@ -6,6 +6,7 @@ mod candidates;
 mod cli;
 mod executor;
 mod tui;
+mod verify;
 
 use std::path::PathBuf;
 

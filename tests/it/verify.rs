@@ -1,0 +1,459 @@
+//! Verification by replay: mined candidates run through the executor against held-out traffic,
+//! with recorded tools (real tau-bench logs, synthetic traffic with planted flows) and with live
+//! command tools (real child processes).
+
+use std::collections::{BTreeSet, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+
+use chainweaver::tool::command::parse_manifest;
+use chainweaver::verify::{Cassette, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions};
+use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
+use chainweaver_recorder::import::{ImportOptions, import_path};
+use chainweaver_recorder::model::candidate::{Candidate, FailureMode, VerdictStatus};
+use chainweaver_recorder::model::flow::FlowDefinition;
+use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
+use chainweaver_recorder::synth::{Generator, GeneratorConfig};
+use serde_json::{Value, json};
+
+use crate::shared_datasets;
+
+/// Import files with the real importers into traces, in file order.
+fn import(paths: &[PathBuf]) -> Vec<TraceWithSteps> {
+    let mut traces: Vec<TraceWithSteps> = Vec::new();
+    for path in paths {
+        let mut sink = |batch: chainweaver_recorder::import::ImportBatch| {
+            for trace in batch.traces {
+                traces.push(TraceWithSteps {
+                    trace,
+                    steps: Vec::new(),
+                });
+            }
+            for step in batch.steps {
+                let owner = traces
+                    .iter_mut()
+                    .rev()
+                    .find(|t| t.trace.trace_id == step.trace_id)
+                    .expect("a batch's steps belong to its traces");
+                owner.steps.push(step);
+            }
+            Ok(())
+        };
+        import_path(path, &ImportOptions::default(), &mut sink, &mut |_| {}).unwrap();
+    }
+    traces
+}
+
+fn tau_bench() -> Option<Vec<TraceWithSteps>> {
+    let dir = shared_datasets()?.join("tau-bench-retail");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    Some(import(&files))
+}
+
+fn recorded(traces: &[TraceWithSteps]) -> Verifier {
+    let cassette = Cassette::from_traces(traces, IgnorePaths::default());
+    Verifier::new(
+        ToolSource::Recorded(Arc::new(cassette)),
+        VerifyOptions::default(),
+    )
+}
+
+fn mine(traces: &[TraceWithSteps]) -> Vec<Candidate> {
+    ChainAnalyzer::new(MineConfig::default())
+        .analyze(traces)
+        .unwrap()
+        .candidates
+}
+
+fn input_mapping(flow: &mut FlowDefinition, step: usize) -> &mut serde_json::Map<String, Value> {
+    match flow {
+        FlowDefinition::Linear(flow) => &mut flow.steps[step].input_mapping,
+        FlowDefinition::Dag(flow) => &mut flow.steps[step].input_mapping,
+    }
+}
+
+#[test]
+fn tau_bench_user_lookup_is_verified_and_an_altered_binding_is_rejected_with_its_pointer() {
+    let Some(traces) = tau_bench() else {
+        return;
+    };
+    assert_eq!(traces.len(), 400);
+    let split = Split::default();
+    let (mined, held_out) = split.partition(traces.clone(), |t| t.trace.trace_id.as_str());
+    assert!(
+        held_out.len() >= 60 && mined.len() >= 280,
+        "{}/{}",
+        mined.len(),
+        held_out.len()
+    );
+    let candidates = mine(&mined);
+    let candidate = candidates
+        .iter()
+        .find(|c| c.tools == ["find_user_id_by_name_zip", "get_user_details"])
+        .expect("the user lookup chain is mined");
+    let verifier = recorded(&traces);
+    let held: Vec<&TraceWithSteps> = held_out.iter().collect();
+    let verdict = verifier.verify(candidate, &held).unwrap();
+    eprintln!("{}: {}", verdict.candidate_id, verdict.reason);
+    assert_eq!(verdict.status, VerdictStatus::Verified, "{verdict:#?}");
+    assert!(verdict.occurrences_replayed >= 30, "{verdict:#?}");
+    assert!(verdict.exact_rate >= 0.9, "{}", verdict.exact_rate);
+    // Held out means held out: no replayed occurrence comes from a mined trace.
+    let mined_ids: HashSet<&str> = mined.iter().map(|t| t.trace.trace_id.as_str()).collect();
+    assert!(
+        verdict
+            .diffs
+            .iter()
+            .all(|d| !mined_ids.contains(d.occurrence.trace_id.as_str()))
+    );
+
+    // Bind get_user_details.user_id to the zip code instead of the first step's output.
+    let mut altered = candidate.clone();
+    let mapping = input_mapping(&mut altered.flow, 1);
+    assert!(mapping.contains_key("user_id"), "{mapping:?}");
+    mapping.insert("user_id".into(), json!("zip"));
+    let verdict = verifier.verify(&altered, &held).unwrap();
+    assert_eq!(verdict.status, VerdictStatus::Rejected, "{verdict:#?}");
+    assert_eq!(verdict.exact_matches, 0);
+    assert_eq!(verdict.failures.binding_wrong, verdict.occurrences_replayed);
+    let diff = &verdict.diffs[0];
+    assert_eq!(diff.step, 1);
+    assert_eq!(diff.tool_name, "get_user_details");
+    assert_eq!(diff.pointer, "/inputs/user_id");
+    assert_ne!(diff.expected, diff.actual);
+    assert!(
+        verdict.reason.contains("binding wrong"),
+        "{}",
+        verdict.reason
+    );
+}
+
+#[test]
+fn on_synthetic_traffic_the_verified_candidates_are_the_planted_flows() {
+    let mut generator = Generator::new(GeneratorConfig {
+        traces: 2000,
+        seed: 5,
+        ..GeneratorConfig::default()
+    });
+    let traces: Vec<TraceWithSteps> = generator.by_ref().collect();
+    let truth = generator.ground_truth().clone();
+    let (mined, held_out) =
+        Split::default().partition(traces.clone(), |t| t.trace.trace_id.as_str());
+    let candidates = mine(&mined);
+    let verifier = recorded(&traces);
+    let held: Vec<&TraceWithSteps> = held_out.iter().collect();
+    let mut verified = BTreeSet::new();
+    let mut rejected = BTreeSet::new();
+    for candidate in &candidates {
+        let verdict = verifier.verify(candidate, &held).unwrap();
+        match verdict.status {
+            VerdictStatus::Verified => verified.insert(candidate.tools.clone()),
+            _ => rejected.insert(candidate.tools.clone()),
+        };
+    }
+    let planted: BTreeSet<Vec<String>> = truth.flows.iter().map(|f| f.tools.clone()).collect();
+    assert_eq!(verified, planted);
+    // The decoys (the same tools called with unrelated arguments) were proposed, and rejected.
+    assert!(!truth.decoys.is_empty());
+    for decoy in &truth.decoys {
+        assert!(
+            rejected.contains(decoy),
+            "decoy {decoy:?} was not even proposed"
+        );
+    }
+}
+
+/// Ten traces of `find_id(name) -> get_info(id)`, recorded with a fixed `stamp` of 1.
+fn lookup_traces() -> Vec<TraceWithSteps> {
+    (0..10)
+        .map(|i| {
+            let id = format!("{}-{i}", if i < 5 { "mined" } else { "held" });
+            let name = format!("user{i}");
+            let mut find = ObservedStep::new(&id, 0, "find_id", json!({"name": name}));
+            find.outputs = Some(json!({"id": format!("id-{name}")}));
+            let mut get =
+                ObservedStep::new(&id, 1, "get_info", json!({"id": format!("id-{name}")}));
+            get.outputs = Some(json!({"id": format!("id-{name}"), "stamp": 1}));
+            TraceWithSteps {
+                trace: ObservedTrace::new(&id, "test"),
+                steps: vec![find, get],
+            }
+        })
+        .collect()
+}
+
+/// A manifest of real command tools: `find_id` is deterministic, `get_info` prints `stamp` from
+/// `get_info_stamp` (a Python expression) within `timeout` seconds, and may be left writable.
+/// Generous timeouts: the machine may be busy, and a slow start is not what is tested.
+fn manifest(dir: &Path, get_info_stamp: &str, get_info_read_only: bool, timeout: f64) -> String {
+    let find = dir.join("find_id.py");
+    std::fs::write(
+        &find,
+        "import json, sys\nd = json.load(sys.stdin)\nprint(json.dumps({'id': 'id-' + d['name']}))\n",
+    )
+    .unwrap();
+    let get = dir.join("get_info.py");
+    std::fs::write(
+        &get,
+        format!(
+            "import json, sys, time, random\nd = json.load(sys.stdin)\nprint(json.dumps({{'id': d['id'], 'stamp': {get_info_stamp}}}))\n"
+        ),
+    )
+    .unwrap();
+    format!(
+        "[[tool]]\nname = \"find_id\"\nargv = [\"python3\", \"{}\"]\nread_only = true\n\n[[tool]]\nname = \"get_info\"\nargv = [\"python3\", \"{}\"]\nread_only = {get_info_read_only}\ntimeout_seconds = {timeout:?}\n",
+        find.display(),
+        get.display()
+    )
+}
+
+fn live(dir: &Path, manifest_text: &str, allow_side_effects: bool) -> Verifier {
+    let path = dir.join("tools.toml");
+    let tools = parse_manifest(manifest_text, &path, dir).unwrap();
+    Verifier::new(
+        ToolSource::Live {
+            tools,
+            allow_side_effects,
+            ignore: IgnorePaths::default(),
+        },
+        VerifyOptions::default(),
+    )
+}
+
+fn lookup_candidate(traces: &[TraceWithSteps]) -> Candidate {
+    let mined: Vec<TraceWithSteps> = traces[..5].to_vec();
+    let candidate = mine(&mined)
+        .into_iter()
+        .find(|c| c.tools == ["find_id", "get_info"])
+        .expect("find_id -> get_info is mined");
+    assert_eq!(
+        input_mapping(&mut candidate.flow.clone(), 1).get("id"),
+        Some(&json!("find_id.id")),
+        "get_info.id is bound to find_id's output"
+    );
+    candidate
+}
+
+#[test]
+fn live_replay_reports_a_tool_that_became_nondeterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = lookup_traces();
+    let candidate = lookup_candidate(&traces);
+    let held: Vec<&TraceWithSteps> = traces[5..].iter().collect();
+
+    // Still deterministic: every held-out occurrence replays exactly.
+    let steady = live(dir.path(), &manifest(dir.path(), "1", true, 30.0), false);
+    let verdict = steady.verify(&candidate, &held).unwrap();
+    assert_eq!(verdict.mode, "live");
+    assert_eq!(
+        (verdict.exact_matches, verdict.occurrences_replayed),
+        (5, 5),
+        "{verdict:#?}"
+    );
+    assert_eq!(verdict.status, VerdictStatus::Verified);
+
+    // Now get_info stamps the time: the same input, another output.
+    let drifting = live(
+        dir.path(),
+        &manifest(
+            dir.path(),
+            "time.time_ns() + random.randint(2, 10**6)",
+            true,
+            30.0,
+        ),
+        false,
+    );
+    let verdict = drifting.verify(&candidate, &held).unwrap();
+    assert_eq!(verdict.status, VerdictStatus::Rejected, "{verdict:#?}");
+    assert_eq!(verdict.failures.tool_output_changed, 5);
+    assert!(
+        verdict.reason.contains("tool output changed"),
+        "{}",
+        verdict.reason
+    );
+    let diff = &verdict.diffs[0];
+    assert_eq!((diff.step, diff.tool_name.as_str()), (1, "get_info"));
+    assert_eq!(diff.pointer, "/outputs/stamp");
+    assert_eq!(diff.expected, Some(json!(1)));
+    assert_eq!(
+        FailureMode::ToolOutputChanged.describe(),
+        "tool output changed"
+    );
+}
+
+#[test]
+fn live_replay_refuses_side_effects_missing_tools_and_survives_a_hanging_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let traces = lookup_traces();
+    let candidate = lookup_candidate(&traces);
+    let held: Vec<&TraceWithSteps> = traces[5..].iter().collect();
+
+    // get_info is not marked read-only: refused, unless side effects are allowed.
+    let text = manifest(dir.path(), "1", false, 30.0);
+    let err = live(dir.path(), &text, false)
+        .verify(&candidate, &held)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("get_info") && err.contains("--allow-side-effects"),
+        "{err}"
+    );
+    assert!(err.contains(&candidate.id), "{err}");
+    let verdict = live(dir.path(), &text, true)
+        .verify(&candidate, &held)
+        .unwrap();
+    assert_eq!(verdict.exact_matches, 5);
+
+    // A manifest without the tool: an error naming it.
+    let only_find = format!(
+        "[[tool]]\nname = \"find_id\"\nargv = [\"python3\", \"{}\"]\nread_only = true\n",
+        dir.path().join("find_id.py").display()
+    );
+    let err = live(dir.path(), &only_find, false)
+        .verify(&candidate, &held)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("declares no tool `get_info`"), "{err}");
+
+    // A tool that hangs past its timeout fails its step; the verdict still comes back.
+    let hanging = manifest(dir.path(), "time.sleep(30)", true, 1.0);
+    let verdict = live(dir.path(), &hanging, false)
+        .verify(&candidate, &held)
+        .unwrap();
+    assert_eq!(verdict.failures.tool_failed, 5, "{verdict:#?}");
+    assert_eq!(verdict.status, VerdictStatus::Rejected);
+}
+
+#[test]
+fn recorded_replay_errors_name_the_tool_without_recordings() {
+    let traces = lookup_traces();
+    let candidate = lookup_candidate(&traces);
+    // A cassette of find_id only.
+    let only_find: Vec<TraceWithSteps> = traces
+        .iter()
+        .map(|t| TraceWithSteps {
+            trace: t.trace.clone(),
+            steps: t.steps[..1].to_vec(),
+        })
+        .collect();
+    let err = recorded(&only_find)
+        .verify(&candidate, &traces.iter().collect::<Vec<_>>())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("get_info") && err.contains("no recordings"),
+        "{err}"
+    );
+}
+
+fn chainweaver(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CHAINWEAVER_STORE")
+        .output()
+        .expect("the chainweaver binary runs")
+}
+
+#[test]
+fn analyze_verifies_and_promote_registers_only_verified_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/sample/support-agent.jsonl");
+    let sample = sample.to_str().unwrap();
+
+    // A store without candidates: a clear error with a hint.
+    let empty = chainweaver(dir.path(), &["verify"]);
+    assert!(!empty.status.success());
+
+    let output = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "analyze",
+            sample,
+            "--report",
+            "report.md",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let report = outcome["report"].as_array().unwrap();
+    let status = |e: &Value| e["verdict"]["status"].as_str().unwrap_or("").to_string();
+    let verified: Vec<&Value> = report.iter().filter(|e| status(e) == "verified").collect();
+    assert!(verified.len() >= 5, "{}", verified.len());
+    // Verified flows come first.
+    let first_other = report.iter().position(|e| status(e) != "verified").unwrap();
+    assert_eq!(first_other, verified.len());
+    let markdown = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(markdown.contains("**Verdict: verified**"), "{markdown}");
+
+    // Verdicts are in the store.
+    let listed = chainweaver(dir.path(), &["verdicts", "list", "--format", "json"]);
+    let verdicts: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(verdicts.as_array().unwrap().len(), report.len());
+
+    // Promotion: a rejected candidate is refused, then forced; a verified one is registered.
+    let rejected = report
+        .iter()
+        .find(|e| status(e) == "rejected")
+        .map(|e| e["candidate"]["id"].as_str().unwrap().to_string())
+        .unwrap();
+    let refused = chainweaver(dir.path(), &["flows", "promote", &rejected]);
+    assert_eq!(refused.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        message.contains("rejected") && message.contains("--force"),
+        "{message}"
+    );
+    assert!(
+        chainweaver(dir.path(), &["flows", "promote", &rejected, "--force"])
+            .status
+            .success()
+    );
+    let good = verified[0]["candidate"]["id"].as_str().unwrap();
+    let promoted = chainweaver(dir.path(), &["flows", "promote", good]);
+    assert!(
+        promoted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&promoted.stderr)
+    );
+    let flows = chainweaver(dir.path(), &["flows", "list", "--format", "json"]);
+    let flows: Value = serde_json::from_slice(&flows.stdout).unwrap();
+    let status_of = |name: &str| {
+        flows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .map(|f| f["status"].clone())
+    };
+    assert_eq!(status_of(good), Some(json!("ACTIVE")), "{flows:#}");
+    assert_eq!(status_of(&rejected), Some(json!("ACTIVE")), "{flows:#}");
+
+    // Verifying one candidate again by id gives the same verdict.
+    let again = chainweaver(dir.path(), &["verify", good, "--format", "json"]);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again[0]["verdict"]["status"], "verified");
+    assert_eq!(
+        again[0]["verdict"]["exact_matches"],
+        verified[0]["verdict"]["exact_matches"]
+    );
+}
