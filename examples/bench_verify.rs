@@ -15,7 +15,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use chainweaver::verify::{Cassette, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions};
+use chainweaver::verify::{
+    Cassette, HeldOut, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions,
+};
 use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::VerdictStatus;
@@ -51,8 +53,8 @@ fn main() {
             ..VerifyOptions::default()
         },
     );
-    let held: Vec<&TraceWithSteps> = held_out.iter().collect();
-    let jobs: Vec<_> = candidates.iter().map(|c| (c, held.clone())).collect();
+    let held = HeldOut::new(held_out.iter().collect());
+    let jobs: Vec<_> = candidates.iter().map(|c| (c, &held)).collect();
 
     let mut figures = Vec::new();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use chainweaver::verify::{Split, Verifier};
+use chainweaver::verify::{HeldOut, Split, Verifier};
 use chainweaver_analyzer::mine::MineOutcome;
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{Candidate, Verdict, VerdictStatus};
@@ -78,12 +78,12 @@ pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
                 .verify
                 .source(mined.mined.iter().chain(&mined.held_out))?;
             let verifier = Verifier::new(source, options);
-            let held_out: Vec<&TraceWithSteps> = mined.held_out.iter().collect();
-            let jobs: Vec<(&Candidate, Vec<&TraceWithSteps>)> = mined
+            let held_out = HeldOut::new(mined.held_out.iter().collect());
+            let jobs: Vec<(&Candidate, &HeldOut<'_>)> = mined
                 .outcome
                 .candidates
                 .iter()
-                .map(|c| (c, held_out.clone()))
+                .map(|c| (c, &held_out))
                 .collect();
             let checked = verify_and_store(store.as_mut(), &verifier, &jobs, global)?;
             let counts = (mined.mined.len(), mined.held_out.len());
@@ -166,11 +166,9 @@ fn cross_validate(
                 .metadata
                 .insert("split".into(), split_value.clone());
         }
-        let jobs: Vec<(&Candidate, Vec<&TraceWithSteps>)> = outcome
-            .candidates
-            .iter()
-            .map(|c| (c, test.clone()))
-            .collect();
+        let test = HeldOut::new(test);
+        let jobs: Vec<(&Candidate, &HeldOut<'_>)> =
+            outcome.candidates.iter().map(|c| (c, &test)).collect();
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let results = verifier.verify_many(&jobs, threads, &|| {});
         for ((candidate, _), result) in jobs.iter().zip(results) {

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use chainweaver::verify::{Cassette, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions};
+use chainweaver::verify::{
+    Cassette, HeldOut, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions,
+};
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{
     Candidate, Verdict, VerdictStatus, VerdictThresholds,
@@ -162,7 +164,7 @@ pub fn split_of(candidate: &Candidate, holdout: Option<u8>) -> Split {
 pub fn verify_and_store(
     store: &mut dyn TraceStore,
     verifier: &Verifier,
-    jobs: &[(&Candidate, Vec<&TraceWithSteps>)],
+    jobs: &[(&Candidate, &HeldOut<'_>)],
     global: &Global,
 ) -> anyhow::Result<Vec<Checked>> {
     let bar = progress::bar(global, jobs.len() as u64, "verifying");
@@ -274,15 +276,34 @@ pub fn run_verify(args: VerifyArgs, global: &Global) -> anyhow::Result<u8> {
     let traces = load_traces(store.as_ref(), global)?;
     let source = args.flags.source(&traces)?;
     let verifier = Verifier::new(source, options);
-    let jobs: Vec<(&Candidate, Vec<&TraceWithSteps>)> = candidates
+    // One indexed held-out set per distinct split.
+    let splits: Vec<Split> = candidates
         .iter()
-        .map(|candidate| {
-            let split = split_of(candidate, args.holdout);
-            let held_out = traces
-                .iter()
-                .filter(|t| split.is_holdout(&t.trace.trace_id))
-                .collect();
-            (candidate, held_out)
+        .map(|candidate| split_of(candidate, args.holdout))
+        .collect();
+    let mut distinct: Vec<Split> = Vec::new();
+    for split in &splits {
+        if !distinct.contains(split) {
+            distinct.push(*split);
+        }
+    }
+    let held_outs: Vec<HeldOut<'_>> = distinct
+        .iter()
+        .map(|split| {
+            HeldOut::new(
+                traces
+                    .iter()
+                    .filter(|t| split.is_holdout(&t.trace.trace_id))
+                    .collect(),
+            )
+        })
+        .collect();
+    let jobs: Vec<(&Candidate, &HeldOut<'_>)> = candidates
+        .iter()
+        .zip(&splits)
+        .map(|(candidate, split)| {
+            let at = distinct.iter().position(|d| d == split).unwrap_or(0);
+            (candidate, &held_outs[at])
         })
         .collect();
     let checked = verify_and_store(store.as_mut(), &verifier, &jobs, global)?;

@@ -17,7 +17,7 @@ pub mod events;
 pub mod record;
 
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -60,6 +60,9 @@ impl Drop for OwnedRuntime {
     }
 }
 
+/// Flow name and version -> the input schema and its compiled validator.
+type ValidatorCache = HashMap<(String, String), (Value, Arc<jsonschema::Validator>)>;
+
 /// Runs flows. Cheap to clone: clones share tools, flows, cache, checkpoints and runtime.
 #[derive(Clone)]
 pub struct FlowExecutor {
@@ -69,6 +72,9 @@ pub struct FlowExecutor {
     checkpoints: Option<Arc<dyn CheckpointSink>>,
     ids: Arc<IdGenerator>,
     runtime: Arc<OnceLock<OwnedRuntime>>,
+    /// Compiled flow input schemas by flow name and version, with the schema they came from:
+    /// compiling a schema costs more than running a short flow.
+    input_validators: Arc<Mutex<ValidatorCache>>,
 }
 
 impl std::fmt::Debug for FlowExecutor {
@@ -137,6 +143,7 @@ impl FlowExecutor {
             checkpoints: None,
             ids: Arc::new(default_trace_id),
             runtime: Arc::new(OnceLock::new()),
+            input_validators: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -469,7 +476,7 @@ impl FlowExecutor {
 
         if resume.is_none()
             && let Some(schema) = flow_input_schema(flow)
-            && let Err(err) = validate_flow_input(flow.name(), schema, &input)
+            && let Err(err) = self.validate_flow_input(flow, schema, &input)
         {
             let now = Utc::now();
             let record = StepRecord {
@@ -818,21 +825,48 @@ fn millis(elapsed: Duration) -> f64 {
     elapsed.as_secs_f64() * 1000.0
 }
 
-fn validate_flow_input(flow: &str, schema: &Value, input: &JsonObject) -> Result<()> {
-    let validator = jsonschema::validator_for(schema).map_err(|err| Error::InvalidSchema {
-        tool: format!("flow {flow}"),
-        which: "input".into(),
-        message: err.to_string(),
-    })?;
-    let value = Value::Object(input.clone());
-    match validator.validate(&value) {
-        Ok(()) => Ok(()),
-        Err(err) => Err(Error::SchemaValidation {
-            tool: format!("flow {flow}"),
-            stage: "flow input".into(),
-            pointer: err.instance_path().as_str().to_string(),
-            message: err.to_string(),
-        }),
+impl FlowExecutor {
+    /// Check a flow's input against its schema, compiling the schema once per flow version
+    /// (and again only if the schema changed).
+    fn validate_flow_input(
+        &self,
+        flow: &FlowDefinition,
+        schema: &Value,
+        input: &JsonObject,
+    ) -> Result<()> {
+        let key = (flow.name().to_string(), flow.version().to_string());
+        let cached = self.input_validators.lock().ok().and_then(|cache| {
+            cache
+                .get(&key)
+                .filter(|(source, _)| source == schema)
+                .map(|(_, validator)| Arc::clone(validator))
+        });
+        let validator = match cached {
+            Some(validator) => validator,
+            None => {
+                let compiled = Arc::new(jsonschema::validator_for(schema).map_err(|err| {
+                    Error::InvalidSchema {
+                        tool: format!("flow {}", flow.name()),
+                        which: "input".into(),
+                        message: err.to_string(),
+                    }
+                })?);
+                if let Ok(mut cache) = self.input_validators.lock() {
+                    cache.insert(key, (schema.clone(), Arc::clone(&compiled)));
+                }
+                compiled
+            }
+        };
+        let value = Value::Object(input.clone());
+        match validator.validate(&value) {
+            Ok(()) => Ok(()),
+            Err(err) => Err(Error::SchemaValidation {
+                tool: format!("flow {}", flow.name()),
+                stage: "flow input".into(),
+                pointer: err.instance_path().as_str().to_string(),
+                message: err.to_string(),
+            }),
+        }
     }
 }
 

@@ -204,8 +204,14 @@ impl Recording {
 #[derive(Debug, Default)]
 struct ToolRecordings {
     recordings: Vec<Recording>,
-    /// Canonical stripped input -> indices into `recordings`, in recording order.
-    by_input: HashMap<String, Vec<usize>>,
+    /// The input key of each recording (an index into `keys`).
+    key_of: Vec<usize>,
+    /// Canonical stripped input -> its key.
+    by_input: HashMap<String, usize>,
+    /// Per key, the recordings holding it, in recording order.
+    keys: Vec<Vec<usize>>,
+    /// Trace id -> the recordings of this tool in that trace (few), for the preferred match.
+    by_trace: HashMap<String, Vec<usize>>,
 }
 
 /// A call no recording answers, and how it differs from the nearest recording of its tool.
@@ -308,14 +314,31 @@ impl Cassette {
 
     /// Add one recording of `tool`.
     pub fn add(&mut self, recording: Recording, tool: &str) {
-        let key = canonical_json(&self.ignore.strip(tool, &recording.input));
+        let key = self.key(tool, &recording.input);
         let entry = self.tools.entry(tool.to_string()).or_default();
+        let index = entry.recordings.len();
+        let next_key = entry.keys.len();
+        let key_id = *entry.by_input.entry(key).or_insert(next_key);
+        if key_id == next_key {
+            entry.keys.push(Vec::new());
+        }
+        entry.keys[key_id].push(index);
+        entry.key_of.push(key_id);
         entry
-            .by_input
-            .entry(key)
+            .by_trace
+            .entry(recording.trace_id.clone())
             .or_default()
-            .push(entry.recordings.len());
+            .push(index);
         entry.recordings.push(recording);
+    }
+
+    /// The matching key of an input: canonical JSON without the ignored fields.
+    fn key(&self, tool: &str, input: &Value) -> String {
+        if self.ignore.is_empty() {
+            canonical_json(input)
+        } else {
+            canonical_json(&self.ignore.strip(tool, input))
+        }
     }
 
     /// The ignore paths matching uses.
@@ -343,22 +366,23 @@ impl Cassette {
                 diffs: Vec::new(),
             });
         };
-        let key = canonical_json(&self.ignore.strip(tool, input));
-        let Some(indices) = recorded.by_input.get(&key) else {
+        let key = self.key(tool, input);
+        let Some(&key_id) = recorded.by_input.get(&key) else {
             return Err(self.nearest(tool, recorded, input));
         };
-        let pick = |f: &dyn Fn(&Recording) -> bool| {
-            indices
-                .iter()
-                .copied()
-                .find(|&i| f(&recorded.recordings[i]))
-        };
-        let chosen = prefer
-            .and_then(|p| {
-                pick(&|r| r.trace_id == p.trace_id && p.step_indices.contains(&r.step_index))
-                    .or_else(|| pick(&|r| r.trace_id == p.trace_id))
-            })
-            .unwrap_or(indices[0]);
+        let preferred = prefer.and_then(|p| {
+            let in_trace = recorded.by_trace.get(&p.trace_id)?;
+            let same_key = || {
+                in_trace
+                    .iter()
+                    .copied()
+                    .filter(|&i| recorded.key_of[i] == key_id)
+            };
+            same_key()
+                .find(|&i| p.step_indices.contains(&recorded.recordings[i].step_index))
+                .or_else(|| same_key().next())
+        });
+        let chosen = preferred.unwrap_or(recorded.keys[key_id][0]);
         Ok(&recorded.recordings[chosen])
     }
 
@@ -419,8 +443,8 @@ impl Cassette {
             let tool_name = name.clone();
             let tool = Tool::sync(name.clone(), move |input: JsonObject| {
                 let input = Value::Object(input);
-                let preference = prefer.lock().map(|p| p.clone()).unwrap_or_default();
-                match cassette.lookup(&tool_name, &input, Some(&preference)) {
+                let preference = prefer.lock().ok();
+                match cassette.lookup(&tool_name, &input, preference.as_deref()) {
                     Ok(recording) => match &recording.outcome {
                         RecordedOutcome::Output(map) => Ok(Value::Object(map.clone())),
                         RecordedOutcome::Failure { kind, message } => {

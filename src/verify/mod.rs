@@ -35,7 +35,7 @@ mod split;
 pub use cassette::{Cassette, IgnorePaths, Miss, Preference, RecordedOutcome, Recording};
 pub use split::{Split, trace_hash};
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use chainweaver_recorder::model::candidate::{
@@ -123,60 +123,101 @@ pub struct FoundOccurrence {
     pub steps: Vec<usize>,
 }
 
-/// Occurrences of `tools` in `traces`, left to right and not overlapping, skipping the traces
-/// whose ids are in `exclude`. Contiguous unless `max_gap` is given (then up to that many other
-/// calls may sit between two steps; the earliest match is taken).
+/// Held-out traces, indexed for finding occurrences: where each tool is called.
+#[derive(Debug, Clone, Default)]
+pub struct HeldOut<'a> {
+    traces: Vec<&'a TraceWithSteps>,
+    /// Tool name -> `(trace index, step position)` of each call, in trace order.
+    calls: HashMap<&'a str, Vec<(usize, usize)>>,
+    /// Trace id -> trace index.
+    ids: HashMap<&'a str, usize>,
+}
+
+impl<'a> HeldOut<'a> {
+    pub fn new(traces: Vec<&'a TraceWithSteps>) -> Self {
+        let mut calls: HashMap<&'a str, Vec<(usize, usize)>> = HashMap::new();
+        let mut ids = HashMap::with_capacity(traces.len());
+        for (t, trace) in traces.iter().enumerate() {
+            ids.insert(trace.trace.trace_id.as_str(), t);
+            for (i, step) in trace.steps.iter().enumerate() {
+                calls
+                    .entry(step.tool_name.as_str())
+                    .or_default()
+                    .push((t, i));
+            }
+        }
+        Self { traces, calls, ids }
+    }
+
+    /// The traces, in order.
+    pub fn traces(&self) -> &[&'a TraceWithSteps] {
+        &self.traces
+    }
+
+    pub fn len(&self) -> usize {
+        self.traces.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.traces.is_empty()
+    }
+}
+
+/// Occurrences of `tools` in the held-out traces, left to right and not overlapping, skipping
+/// the traces whose ids are in `exclude`. Contiguous unless `max_gap` is given (then up to that
+/// many other calls may sit between two steps; the earliest match is taken).
 pub fn find_occurrences(
-    traces: &[&TraceWithSteps],
+    held_out: &HeldOut<'_>,
     tools: &[String],
     max_gap: Option<usize>,
     exclude: &HashSet<&str>,
     limit: usize,
 ) -> Vec<FoundOccurrence> {
     let mut found = Vec::new();
-    if tools.is_empty() {
+    let Some(first) = tools.first() else {
         return found;
-    }
-    for (t, trace) in traces.iter().enumerate() {
-        if exclude.contains(trace.trace.trace_id.as_str()) {
-            continue;
-        }
-        let steps = &trace.steps;
-        let mut start = 0;
-        while start < steps.len() && found.len() < limit {
-            if steps[start].tool_name != tools[0] {
-                start += 1;
-                continue;
-            }
-            let mut positions = vec![start];
-            let mut at = start;
-            for tool in &tools[1..] {
-                let reach = match max_gap {
-                    None => at + 1,
-                    Some(gap) => at + 1 + gap,
-                };
-                let next = (at + 1..=reach.min(steps.len().saturating_sub(1)))
-                    .find(|&i| steps[i].tool_name == *tool);
-                match next {
-                    Some(i) => {
-                        positions.push(i);
-                        at = i;
-                    }
-                    None => break,
-                }
-            }
-            if positions.len() == tools.len() {
-                start = at + 1;
-                found.push(FoundOccurrence {
-                    trace: t,
-                    steps: positions,
-                });
-            } else {
-                start += 1;
-            }
-        }
+    };
+    let Some(starts) = held_out.calls.get(first.as_str()) else {
+        return found;
+    };
+    let excluded: HashSet<usize> = exclude
+        .iter()
+        .filter_map(|id| held_out.ids.get(id).copied())
+        .collect();
+    // Per trace, the first position a new occurrence may start at (no overlaps).
+    let mut free_from: (usize, usize) = (usize::MAX, 0);
+    for &(t, start) in starts {
         if found.len() >= limit {
             break;
+        }
+        if excluded.contains(&t) || (free_from.0 == t && start < free_from.1) {
+            continue;
+        }
+        let steps = &held_out.traces[t].steps;
+        let mut positions = Vec::with_capacity(tools.len());
+        positions.push(start);
+        let mut at = start;
+        for tool in &tools[1..] {
+            let reach = match max_gap {
+                None => at + 1,
+                Some(gap) => at + 1 + gap,
+            };
+            let next = (at + 1..=reach.min(steps.len().saturating_sub(1)))
+                .find(|&i| steps[i].tool_name == *tool);
+            match next {
+                Some(i) => {
+                    positions.push(i);
+                    at = i;
+                }
+                None => break,
+            }
+        }
+        if positions.len() == tools.len() {
+            free_from = (t, at + 1);
+            found.push(FoundOccurrence {
+                trace: t,
+                steps: positions,
+            });
         }
     }
     found
@@ -415,7 +456,7 @@ impl Verifier {
 
     /// Replay `candidate` on its occurrences in `held_out` (traces the candidate was mined from,
     /// by its evidence, are skipped) and decide its verdict.
-    pub fn verify(&self, candidate: &Candidate, held_out: &[&TraceWithSteps]) -> Result<Verdict> {
+    pub fn verify(&self, candidate: &Candidate, held_out: &HeldOut<'_>) -> Result<Verdict> {
         let prefer = Arc::new(Mutex::new(Preference::default()));
         let tools = self.tools_for(candidate, &prefer)?;
         let executor = FlowExecutor::new(tools);
@@ -426,6 +467,7 @@ impl Verifier {
             .map(|r| r.trace_id.as_str())
             .collect();
         let exclude_traces: HashSet<&str> = held_out
+            .traces
             .iter()
             .map(|t| t.trace.trace_id.as_str())
             .filter(|id| mined.contains(id))
@@ -455,7 +497,7 @@ impl Verifier {
         };
         let options = RunOptions::default();
         for occurrence in found.iter().take(self.options.max_occurrences) {
-            let trace = held_out[occurrence.trace];
+            let trace = held_out.traces[occurrence.trace];
             let steps: Vec<&ObservedStep> =
                 occurrence.steps.iter().map(|&i| &trace.steps[i]).collect();
             let step_indices: Vec<u32> = steps.iter().map(|s| s.step_index).collect();
@@ -506,7 +548,7 @@ impl Verifier {
     /// threads; `on_done` is called after each. One result a job, in order.
     pub fn verify_many(
         &self,
-        jobs: &[(&Candidate, Vec<&TraceWithSteps>)],
+        jobs: &[(&Candidate, &HeldOut<'_>)],
         threads: usize,
         on_done: &(dyn Fn() + Sync),
     ) -> Vec<Result<Verdict>> {
@@ -646,7 +688,7 @@ mod tests {
             trace("b", &["x", "think", "y"]),
             trace("c", &["x", "y"]),
         ];
-        let traces: Vec<&TraceWithSteps> = owned.iter().collect();
+        let traces = HeldOut::new(owned.iter().collect());
         let tools = vec!["x".to_string(), "y".to_string()];
         let exclude: HashSet<&str> = ["c"].into_iter().collect();
         let found = find_occurrences(&traces, &tools, None, &exclude, usize::MAX);

@@ -8,7 +8,9 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 
 use chainweaver::tool::command::parse_manifest;
-use chainweaver::verify::{Cassette, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions};
+use chainweaver::verify::{
+    Cassette, HeldOut, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions,
+};
 use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
 use chainweaver_recorder::import::{ImportOptions, import_path};
 use chainweaver_recorder::model::candidate::{Candidate, FailureMode, VerdictStatus};
@@ -98,7 +100,7 @@ fn tau_bench_user_lookup_is_verified_and_an_altered_binding_is_rejected_with_its
         .find(|c| c.tools == ["find_user_id_by_name_zip", "get_user_details"])
         .expect("the user lookup chain is mined");
     let verifier = recorded(&traces);
-    let held: Vec<&TraceWithSteps> = held_out.iter().collect();
+    let held = HeldOut::new(held_out.iter().collect());
     let verdict = verifier.verify(candidate, &held).unwrap();
     eprintln!("{}: {}", verdict.candidate_id, verdict.reason);
     assert_eq!(verdict.status, VerdictStatus::Verified, "{verdict:#?}");
@@ -147,7 +149,7 @@ fn on_synthetic_traffic_the_verified_candidates_are_the_planted_flows() {
         Split::default().partition(traces.clone(), |t| t.trace.trace_id.as_str());
     let candidates = mine(&mined);
     let verifier = recorded(&traces);
-    let held: Vec<&TraceWithSteps> = held_out.iter().collect();
+    let held = HeldOut::new(held_out.iter().collect());
     let mut verified = BTreeSet::new();
     let mut rejected = BTreeSet::new();
     for candidate in &candidates {
@@ -245,7 +247,7 @@ fn live_replay_reports_a_tool_that_became_nondeterministic() {
     let dir = tempfile::tempdir().unwrap();
     let traces = lookup_traces();
     let candidate = lookup_candidate(&traces);
-    let held: Vec<&TraceWithSteps> = traces[5..].iter().collect();
+    let held = HeldOut::new(traces[5..].iter().collect());
 
     // Still deterministic: every held-out occurrence replays exactly.
     let steady = live(dir.path(), &manifest(dir.path(), "1", true, 30.0), false);
@@ -292,7 +294,7 @@ fn live_replay_refuses_side_effects_missing_tools_and_survives_a_hanging_tool() 
     let dir = tempfile::tempdir().unwrap();
     let traces = lookup_traces();
     let candidate = lookup_candidate(&traces);
-    let held: Vec<&TraceWithSteps> = traces[5..].iter().collect();
+    let held = HeldOut::new(traces[5..].iter().collect());
 
     // get_info is not marked read-only: refused, unless side effects are allowed.
     let text = manifest(dir.path(), "1", false, 30.0);
@@ -343,7 +345,7 @@ fn recorded_replay_errors_name_the_tool_without_recordings() {
         })
         .collect();
     let err = recorded(&only_find)
-        .verify(&candidate, &traces.iter().collect::<Vec<_>>())
+        .verify(&candidate, &HeldOut::new(traces.iter().collect()))
         .unwrap_err()
         .to_string();
     assert!(
