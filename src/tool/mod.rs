@@ -241,37 +241,42 @@ pub fn hex_sha256(bytes: &[u8]) -> String {
 /// Canonical JSON text: object keys sorted, no whitespace, numbers and strings as serde_json
 /// writes them. Two equal values (up to key order) give the same text.
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::with_capacity(128);
     write_canonical(value, &mut out);
-    out
+    // Only serde_json's own UTF-8 output and ASCII punctuation were written.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let sorted: BTreeMap<&String, &Value> = map.iter().collect();
-            out.push('{');
+            let mut sorted: Vec<(&String, &Value)> = map.iter().collect();
+            sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
             for (i, (key, item)) in sorted.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
+                // Writing to a Vec cannot fail; escaping is serde_json's.
+                let _ = serde_json::to_writer(&mut *out, key);
+                out.push(b':');
                 write_canonical(item, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
