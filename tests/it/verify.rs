@@ -459,3 +459,54 @@ fn analyze_verifies_and_promote_registers_only_verified_flows() {
         verified[0]["verdict"]["exact_matches"]
     );
 }
+
+#[test]
+fn cross_validated_analyze_verifies_the_planted_flows_across_folds() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/sample/support-agent.jsonl");
+    let output = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "analyze",
+            sample.to_str().unwrap(),
+            "--folds",
+            "3",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(outcome["split"], "3-fold cross-validation");
+    let truth: Value = serde_json::from_str(
+        &std::fs::read_to_string(sample.with_file_name("support-agent.truth.json")).unwrap(),
+    )
+    .unwrap();
+    let planted: BTreeSet<Vec<String>> = truth["flows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| serde_json::from_value(f["tools"].clone()).unwrap())
+        .collect();
+    let verified: BTreeSet<Vec<String>> = outcome["report"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["verdict"]["status"] == "verified")
+        .map(|e| serde_json::from_value(e["candidate"]["tools"].clone()).unwrap())
+        .collect();
+    assert_eq!(verified, planted);
+    // Every trace was replayed once: the folds' held-out occurrences add up over the folds.
+    let top = &outcome["report"][0]["verdict"];
+    assert!(
+        top["reason"].as_str().unwrap().contains("of 3 folds"),
+        "{top}"
+    );
+    assert!(top["occurrences_replayed"].as_u64().unwrap() >= 40, "{top}");
+}
