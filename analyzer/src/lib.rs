@@ -37,6 +37,7 @@ pub mod candidate;
 pub mod error;
 pub mod infer;
 pub mod mine;
+mod parallel;
 pub mod spm;
 
 pub use error::{AnalyzerError, Result};

@@ -137,6 +137,11 @@ pub fn occurrences<P: AsRef<[u32]>>(db: &SequenceDb, patterns: &[P]) -> Vec<Vec<
         positions[fill[item as usize] as usize] = pos as u32;
         fill[item as usize] += 1;
     }
+    // The sequence of every position, so a hit needs no search for its sequence.
+    let mut seq_of = vec![0u32; items.len()];
+    for (seq, bounds) in offsets.windows(2).enumerate() {
+        seq_of[bounds[0] as usize..bounds[1] as usize].fill(seq as u32);
+    }
     patterns
         .iter()
         .map(|pattern| {
@@ -158,7 +163,7 @@ pub fn occurrences<P: AsRef<[u32]>>(db: &SequenceDb, patterns: &[P]) -> Vec<Vec<
                     continue;
                 }
                 let start = pos - anchor;
-                let seq = offsets.partition_point(|&o| o as usize <= start) - 1;
+                let seq = seq_of[start] as usize;
                 let seq_start = offsets[seq] as usize;
                 let seq_end = offsets[seq + 1] as usize;
                 if start < seq_start || start + pattern.len() > seq_end {
