@@ -1,9 +1,10 @@
 //! Benchmark driver for mining plus binding inference (used by `scripts/bench_mine.sh`).
 //!
 //! ```text
-//! mine_bench memory <steps> [--seed S]            generate in-process, ChainAnalyzer::analyze
+//! mine_bench memory <steps> [--seed S] [--sample N|all]
+//!                                                 generate in-process, ChainAnalyzer::analyze
 //! mine_bench gen-store <steps> <store> [--seed S] write synthetic traffic into a store
-//! mine_bench store <store> [--sample N]           ChainAnalyzer::analyze_store (streaming)
+//! mine_bench store <store> [--sample N|all]       ChainAnalyzer::analyze_store (streaming)
 //! mine_bench jsonl <steps> <out.jsonl> [--seed S] write synthetic traffic as JSON Lines, one
 //!                                                 step a line (the Python package's format)
 //! mine_bench jsonl-mine <in.jsonl>                read those JSON Lines, ChainAnalyzer::analyze
@@ -11,7 +12,8 @@
 //!
 //! Traffic comes from the recorder's synthetic generator (`GeneratorConfig::default()` apart
 //! from the seed), trace after trace until at least `<steps>` steps. The analyzer runs with
-//! `MineConfig::default()`. One JSON object goes to stdout: steps, traces, seconds split into
+//! `MineConfig::default()` (`--sample` sets `max_inference_occurrences`, and for `store` also
+//! `StreamConfig::max_occurrences_per_pattern`). One JSON object goes to stdout: steps, traces, seconds split into
 //! load / mine / infer, patterns, candidates, the best candidates' tools, and the peak resident
 //! memory (`VmHWM` from `/proc/self/status`).
 
@@ -99,13 +101,18 @@ fn main() -> Result<()> {
                 open_store(path)?
             };
             let mut stream = StreamConfig::default();
-            match option("--sample") {
-                Some("all") => stream.max_occurrences_per_pattern = None,
-                Some(n) => stream.max_occurrences_per_pattern = Some(n.parse()?),
-                None => {}
+            let mut config = MineConfig::default();
+            let sample = match option("--sample") {
+                Some("all") => Some(None),
+                Some(n) => Some(Some(n.parse()?)),
+                None => None,
+            };
+            if let Some(cap) = sample {
+                // MineConfig's cap wins over StreamConfig's: set both.
+                stream.max_occurrences_per_pattern = cap;
+                config.max_inference_occurrences = cap;
             }
-            let outcome =
-                ChainAnalyzer::new(MineConfig::default()).analyze_store(store.as_ref(), &stream)?;
+            let outcome = ChainAnalyzer::new(config).analyze_store(store.as_ref(), &stream)?;
             report("store", outcome.load_time.as_secs_f64(), &outcome);
         }
         "jsonl" => {

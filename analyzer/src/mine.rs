@@ -55,8 +55,9 @@ pub struct StreamConfig {
     pub filter: TraceFilter,
     /// Traces loaded whole for binding inference: at most this many occurrences of each
     /// candidate pattern, spread evenly over all of them (`None`: every occurrence, which loads
-    /// every trace holding one). See [`MineConfig::max_inference_occurrences`] for what the
-    /// sample changes. Default: 2,000.
+    /// every trace holding one). Used only when [`MineConfig::max_inference_occurrences`] is
+    /// `None` (its default, 1,000, wins otherwise); see there for what the sample changes.
+    /// Default: 2,000.
     pub max_occurrences_per_pattern: Option<usize>,
 }
 
