@@ -24,6 +24,12 @@ pub enum AnalyzerError {
     /// The pattern miner failed (bad SPMF input, too many steps).
     #[error(transparent)]
     Mining(#[from] crate::spm::SpmError),
+    /// Reading traces from a store failed (the streaming path).
+    #[error(transparent)]
+    Store(#[from] chainweaver_recorder::RecorderError),
+    /// A store changed while it was being analysed (a trace listed by the slim pass is gone).
+    #[error("trace {trace_id}: {message}")]
+    StoreChanged { trace_id: String, message: String },
 }
 
 /// The analyzer crate's result type.

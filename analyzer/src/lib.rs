@@ -9,7 +9,10 @@
 //!   benchmark data sets.
 //! - [`infer`]: binding inference, where every input field of every pattern step comes from.
 //! - [`candidate`]: a pattern plus its bindings proposed as a flow, with schemas and evidence.
-//! - [`mine`]: the [`ChainAnalyzer`](mine::ChainAnalyzer), which runs all three over traces.
+//! - [`mine`]: the [`ChainAnalyzer`](mine::ChainAnalyzer), which runs all three over traces in
+//!   memory ([`analyze`](mine::ChainAnalyzer::analyze)) or streamed from a trace store
+//!   ([`analyze_store`](mine::ChainAnalyzer::analyze_store): mining reads only the tool
+//!   columns, and only the traces of the sampled occurrences are loaded whole).
 //!
 //! ```
 //! use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
@@ -37,6 +40,7 @@ pub mod candidate;
 pub mod error;
 pub mod infer;
 pub mod mine;
+mod parallel;
 pub mod spm;
 
 pub use error::{AnalyzerError, Result};

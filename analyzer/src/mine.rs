@@ -4,15 +4,16 @@
 //! the frequent (closed) tool sequences; the best-ranked ones become [`Pattern`]s with their
 //! occurrences, and each pattern becomes a [`Candidate`] with inferred bindings and evidence.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{Candidate, Occurrence, Pattern};
+use chainweaver_recorder::model::{Timestamp, TraceWithSteps};
+use chainweaver_recorder::store::{TraceFilter, TraceStore};
 use serde::{Deserialize, Serialize};
 
-use crate::candidate::{CandidateConfig, build_candidates};
-use crate::error::Result;
+use crate::candidate::{CandidateConfig, build_candidates_profiled};
+use crate::error::{AnalyzerError, Result};
 use crate::spm::{self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder};
 
 /// What to mine and how many candidates to propose.
@@ -32,6 +33,41 @@ pub struct MineConfig {
     /// Support per day is computed for this many best-ranked patterns.
     pub max_dated_patterns: usize,
     pub candidate: CandidateConfig,
+    /// Binding inference for a candidate reads at most this many of its pattern's occurrences,
+    /// spread evenly over all of them (`None`: every occurrence). Default: 1,000, which keeps
+    /// inference time flat however large the traffic (a share estimated from 1,000 evenly
+    /// spaced occurrences is within about 2.5 points of the full share, 95% of the time).
+    ///
+    /// When a pattern is sampled: support, occurrence counts, round trips saved and support per
+    /// day stay the full figures and the score is scaled to them; bindings' confidences, the
+    /// success rate, determinism, schemas and the occurrence references come from the sample
+    /// (tools are then profiled over the calls of the sampled occurrences), and the candidate's
+    /// metadata says `sampled_occurrences`. Patterns with fewer occurrences are read whole and
+    /// come out exactly as without a cap. Overrides
+    /// [`StreamConfig::max_occurrences_per_pattern`] when set.
+    pub max_inference_occurrences: Option<usize>,
+}
+
+/// Tuning of [`ChainAnalyzer::analyze_store`], the streaming path.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamConfig {
+    /// Which traces of the store to analyse.
+    pub filter: TraceFilter,
+    /// Traces loaded whole for binding inference: at most this many occurrences of each
+    /// candidate pattern, spread evenly over all of them (`None`: every occurrence, which loads
+    /// every trace holding one). Used only when [`MineConfig::max_inference_occurrences`] is
+    /// `None` (its default, 1,000, wins otherwise); see there for what the sample changes.
+    /// Default: 2,000.
+    pub max_occurrences_per_pattern: Option<usize>,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        Self {
+            filter: TraceFilter::default(),
+            max_occurrences_per_pattern: Some(2_000),
+        }
+    }
 }
 
 impl Default for MineConfig {
@@ -44,6 +80,7 @@ impl Default for MineConfig {
             max_candidates: 50,
             max_dated_patterns: 1000,
             candidate: CandidateConfig::default(),
+            max_inference_occurrences: Some(1_000),
         }
     }
 }
@@ -64,29 +101,88 @@ pub struct PatternSummary {
     pub support_by_day: BTreeMap<String, u64>,
 }
 
-/// Distinct traces per day among `trace_indices` (which may repeat).
-fn support_by_day(
-    traces: &[TraceWithSteps],
-    trace_indices: impl Iterator<Item = usize>,
-) -> BTreeMap<String, u64> {
-    let mut seen = std::collections::HashSet::new();
-    let mut days = BTreeMap::new();
-    for index in trace_indices {
-        if !seen.insert(index) {
-            continue;
-        }
-        let trace = &traces[index];
-        let started = trace
-            .trace
-            .started_at
-            .or_else(|| trace.steps.iter().find_map(|s| s.started_at));
-        if let Some(started) = started {
-            *days
-                .entry(started.format("%Y-%m-%d").to_string())
-                .or_insert(0) += 1;
-        }
+/// The UTC day each trace started on, as an index into a table of `YYYY-MM-DD` names, so
+/// support per day is counted without formatting a date per occurrence.
+#[derive(Debug, Default)]
+struct TraceDays {
+    /// Per trace: index into `names`, `u32::MAX` when the trace carries no start time.
+    day_of: Vec<u32>,
+    names: Vec<String>,
+}
+
+const NO_DAY: u32 = u32::MAX;
+
+impl TraceDays {
+    /// Days of in-memory traces: the trace's `started_at`, else its first step's.
+    fn from_traces(traces: &[TraceWithSteps]) -> Self {
+        Self::from_starts(traces.iter().map(|trace| {
+            trace
+                .trace
+                .started_at
+                .or_else(|| trace.steps.iter().find_map(|s| s.started_at))
+        }))
     }
-    days
+
+    fn from_starts(starts: impl Iterator<Item = Option<Timestamp>>) -> Self {
+        let mut days = Self::default();
+        let mut ids = HashMap::new();
+        for started in starts {
+            let id = match started {
+                Some(started) => *ids.entry(started.date_naive()).or_insert_with(|| {
+                    days.names.push(started.format("%Y-%m-%d").to_string());
+                    days.names.len() as u32 - 1
+                }),
+                None => NO_DAY,
+            };
+            days.day_of.push(id);
+        }
+        days
+    }
+
+    /// Distinct traces per day for each occurrence list, in order.
+    fn support_by_day(&self, lists: &[Vec<Occurrence>]) -> Vec<BTreeMap<String, u64>> {
+        // `seen[trace]` holds the number (plus one) of the last list that counted the trace.
+        let mut seen = vec![0u32; self.day_of.len()];
+        let mut counts = vec![0u64; self.names.len()];
+        let mut touched = Vec::new();
+        let mut out = Vec::with_capacity(lists.len());
+        for (number, list) in lists.iter().enumerate() {
+            let mark = number as u32 + 1;
+            for occurrence in list {
+                let Some(slot) = seen.get_mut(occurrence.trace) else {
+                    continue;
+                };
+                if *slot == mark {
+                    continue;
+                }
+                *slot = mark;
+                let day = self.day_of[occurrence.trace];
+                if day != NO_DAY {
+                    if counts[day as usize] == 0 {
+                        touched.push(day);
+                    }
+                    counts[day as usize] += 1;
+                }
+            }
+            let mut by_day = BTreeMap::new();
+            for day in touched.drain(..) {
+                by_day.insert(
+                    self.names[day as usize].clone(),
+                    std::mem::take(&mut counts[day as usize]),
+                );
+            }
+            out.push(by_day);
+        }
+        out
+    }
+}
+
+/// What mining found, before candidates.
+struct Mined {
+    /// Closed frequent patterns, best-ranked first.
+    patterns: Vec<PatternSummary>,
+    /// Interned tools of the first `max_candidates` patterns, with their occurrences.
+    chosen: Vec<(Vec<u32>, Vec<Occurrence>)>,
 }
 
 /// Everything one analysis produced.
@@ -103,6 +199,9 @@ pub struct MineOutcome {
     pub skipped: Vec<(Vec<String>, String)>,
     pub mining_time: Duration,
     pub inference_time: Duration,
+    /// Time spent reading a store ([`ChainAnalyzer::analyze_store`]); zero for in-memory input.
+    #[serde(default)]
+    pub load_time: Duration,
 }
 
 /// Finds repeated tool sequences and proposes them as flows.
@@ -130,6 +229,159 @@ impl ChainAnalyzer {
         let config = &self.config;
         let started = Instant::now();
         let db = Self::sequence_db(traces)?;
+        let days = TraceDays::from_traces(traces);
+        let mined = self.mine_db(&db, &days)?;
+        let mining_time = started.elapsed();
+
+        let started = Instant::now();
+        let chosen = self.chosen_patterns(&db, mined.chosen, config.max_inference_occurrences);
+        // With a sample, tools are profiled over the calls it reads (as the streaming path
+        // does), so inference costs the same however large the traffic.
+        let sampled = chosen.iter().any(|c| c.sampled);
+        let mut candidates = Vec::new();
+        let mut skipped = Vec::new();
+        let built = build_candidates_profiled(
+            traces,
+            &chosen.iter().map(|c| c.sample.clone()).collect::<Vec<_>>(),
+            &config.candidate,
+            sampled,
+        );
+        for (chosen, built) in chosen.iter().zip(built) {
+            match built {
+                Ok(mut candidate) => {
+                    chosen.correct_evidence(&mut candidate, &days);
+                    candidates.push(candidate);
+                }
+                Err(err) => skipped.push((chosen.sample.tools.clone(), err.to_string())),
+            }
+        }
+        sort_candidates(&mut candidates);
+        Ok(MineOutcome {
+            traces: traces.len(),
+            steps: db.num_steps(),
+            distinct_tools: db.num_items(),
+            patterns: mined.patterns,
+            candidates,
+            skipped,
+            mining_time,
+            inference_time: started.elapsed(),
+            load_time: Duration::ZERO,
+        })
+    }
+
+    /// Mine the traces of a store without holding their payloads: the tool sequences come from
+    /// the store's slim step columns ([`TraceStore::step_columns`], no inputs or outputs), and
+    /// only the traces holding the sampled occurrences of the patterns that become candidates
+    /// are then loaded whole ([`TraceStore::get_trace`]).
+    ///
+    /// Differences from [`ChainAnalyzer::analyze`] over the same traces, all documented in
+    /// [`StreamConfig`]: binding inference, tool profiles and the candidate's occurrence
+    /// references read the sample; support, occurrence counts, round trips saved and support
+    /// per day are the full figures and the score is scaled to the full round trips saved;
+    /// traces without steps are not counted; a trace is dated by its first timed step.
+    pub fn analyze_store(
+        &self,
+        store: &dyn TraceStore,
+        stream: &StreamConfig,
+    ) -> Result<MineOutcome> {
+        let config = &self.config;
+        let started = Instant::now();
+        let columns = store.step_columns(&stream.filter)?;
+        let mut builder = SequenceDbBuilder::new();
+        let mut trace_ids: Vec<String> = Vec::new();
+        let mut starts = Vec::new();
+        let mut from = 0;
+        let rows = columns.trace_id.len().min(columns.tool_name.len());
+        for end in 1..=rows {
+            if end < rows && columns.trace_id[end] == columns.trace_id[from] {
+                continue;
+            }
+            builder.push_sequence(columns.tool_name[from..end].iter())?;
+            trace_ids.push(columns.trace_id[from].clone());
+            starts.push(
+                columns
+                    .started_at
+                    .get(from..end)
+                    .and_then(|s| s.iter().find_map(|t| *t)),
+            );
+            from = end;
+        }
+        drop(columns);
+        let db = builder.finish();
+        let days = TraceDays::from_starts(starts.into_iter());
+        let load_columns = started.elapsed();
+
+        let started = Instant::now();
+        let mined = self.mine_db(&db, &days)?;
+        let mining_time = started.elapsed();
+
+        // Load the traces the sampled occurrences sit in, once each, in storage order.
+        let started = Instant::now();
+        let cap = config
+            .max_inference_occurrences
+            .or(stream.max_occurrences_per_pattern);
+        let mut chosen = self.chosen_patterns(&db, mined.chosen, cap);
+        let mut needed: Vec<usize> = chosen
+            .iter()
+            .flat_map(|c| c.sample.occurrences.iter().map(|o| o.trace))
+            .collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let mut loaded = Vec::with_capacity(needed.len());
+        for &index in &needed {
+            let trace_id = &trace_ids[index];
+            let trace = store
+                .get_trace(trace_id)?
+                .ok_or_else(|| AnalyzerError::StoreChanged {
+                    trace_id: trace_id.clone(),
+                    message: "the trace was listed by the step columns but cannot be read".into(),
+                })?;
+            loaded.push(trace);
+        }
+        let load_time = load_columns + started.elapsed();
+
+        let started = Instant::now();
+        for chosen in &mut chosen {
+            for occurrence in &mut chosen.sample.occurrences {
+                // `needed` is sorted and holds every sampled trace.
+                occurrence.trace = needed.partition_point(|&t| t < occurrence.trace);
+            }
+        }
+        let mut candidates = Vec::new();
+        let mut skipped = Vec::new();
+        let built = build_candidates_profiled(
+            &loaded,
+            &chosen.iter().map(|c| c.sample.clone()).collect::<Vec<_>>(),
+            &config.candidate,
+            true,
+        );
+        for (chosen, built) in chosen.iter().zip(built) {
+            match built {
+                Ok(mut candidate) => {
+                    chosen.correct_evidence(&mut candidate, &days);
+                    candidates.push(candidate);
+                }
+                Err(err) => skipped.push((chosen.sample.tools.clone(), err.to_string())),
+            }
+        }
+        sort_candidates(&mut candidates);
+        Ok(MineOutcome {
+            traces: db.len(),
+            steps: db.num_steps(),
+            distinct_tools: db.num_items(),
+            patterns: mined.patterns,
+            candidates,
+            skipped,
+            mining_time,
+            inference_time: started.elapsed(),
+            load_time,
+        })
+    }
+
+    /// Mine the interned sequences: closed frequent patterns, ranked, with support per day for
+    /// the best-ranked and occurrences for those that become candidates.
+    fn mine_db(&self, db: &SequenceDb, days: &TraceDays) -> Result<Mined> {
+        let config = &self.config;
         let mut found: Vec<(Vec<u32>, u32, u64)> = match config.max_gap {
             None => {
                 let options = ContiguousOptions {
@@ -138,7 +390,7 @@ impl ChainAnalyzer {
                     max_length: Some(config.max_length.max(1)),
                     closed_only: true,
                 };
-                spm::contiguous::mine(&db, &options)?
+                spm::contiguous::mine(db, &options)?
                     .into_iter()
                     .map(|p| (p.items, p.support, p.occurrences))
                     .collect()
@@ -150,7 +402,7 @@ impl ChainAnalyzer {
                     max_length: Some(config.max_length.max(1)),
                     max_gap: Some(u32::try_from(max_gap).unwrap_or(u32::MAX)),
                 };
-                let patterns = spm::gapped::mine(&db, &options)?;
+                let patterns = spm::gapped::mine(db, &options)?;
                 closed_gapped(patterns.into_iter().map(|p| (p.items, p.support)).collect())
                     .into_iter()
                     .map(|(items, support)| (items, support, u64::from(support)))
@@ -166,9 +418,6 @@ impl ChainAnalyzer {
                 .then(b.0.len().cmp(&a.0.len()))
                 .then(a.0.cmp(&b.0))
         });
-        let names = |items: &[u32]| -> Vec<String> {
-            items.iter().map(|&id| db.name(id).to_string()).collect()
-        };
         // Occurrences, found once, for the patterns worth browsing (support per day) and the
         // best-ranked of those, which become candidates.
         let located: Vec<&Vec<u32>> = found
@@ -176,66 +425,153 @@ impl ChainAnalyzer {
             .take(config.max_dated_patterns.max(config.max_candidates))
             .map(|(items, _, _)| items)
             .collect();
-        let mut occurrence_lists = pattern_occurrences(&db, &located, config.max_gap);
-        let mut by_day: Vec<BTreeMap<String, u64>> = occurrence_lists
-            .iter()
-            .take(config.max_dated_patterns)
-            .map(|list| support_by_day(traces, list.iter().map(|o| o.trace)))
-            .collect();
+        let mut occurrence_lists = pattern_occurrences(db, &located, config.max_gap);
+        let dated = occurrence_lists.len().min(config.max_dated_patterns);
+        let mut by_day = days.support_by_day(&occurrence_lists[..dated]);
         by_day.resize(found.len(), BTreeMap::new());
-        let patterns: Vec<PatternSummary> = found
+        occurrence_lists.truncate(config.max_candidates);
+        let chosen: Vec<(Vec<u32>, Vec<Occurrence>)> = located
             .iter()
+            .zip(occurrence_lists)
+            .map(|(items, list)| ((*items).clone(), list))
+            .collect();
+        let patterns: Vec<PatternSummary> = found
+            .into_iter()
             .zip(by_day)
             .map(
                 |((items, support, occurrences), support_by_day)| PatternSummary {
-                    tools: names(items),
-                    support: *support,
-                    occurrences: *occurrences,
-                    round_trips_saved: u64::from(*support) * (items.len() as u64 - 1),
+                    tools: items.iter().map(|&id| db.name(id).to_string()).collect(),
+                    support,
+                    occurrences,
+                    round_trips_saved: u64::from(support) * (items.len() as u64 - 1),
                     support_by_day,
                 },
             )
             .collect();
-        let mining_time = started.elapsed();
+        Ok(Mined { patterns, chosen })
+    }
 
-        let started = Instant::now();
-        occurrence_lists.truncate(config.max_candidates);
-        let chosen = &located[..occurrence_lists.len()];
-        let chosen_patterns: Vec<Pattern> = chosen
-            .iter()
-            .zip(occurrence_lists)
+    /// The patterns that become candidates, each with the occurrences inference reads: all of
+    /// them, or at most `cap` spread evenly over them.
+    fn chosen_patterns(
+        &self,
+        db: &SequenceDb,
+        chosen: Vec<(Vec<u32>, Vec<Occurrence>)>,
+        cap: Option<usize>,
+    ) -> Vec<ChosenPattern> {
+        let gapped = self.config.max_gap.is_some_and(|gap| gap > 0);
+        chosen
+            .into_iter()
             .map(|(items, occurrences)| {
-                let mut pattern = Pattern::new(names(items), occurrences);
-                pattern.gapped = config.max_gap.is_some_and(|gap| gap > 0);
-                pattern
+                let tools: Vec<String> = items.iter().map(|&id| db.name(id).to_string()).collect();
+                let total = occurrences.len();
+                let support = distinct_traces(&occurrences);
+                let traces: Vec<usize> = occurrences.iter().map(|o| o.trace).collect();
+                let sample = match cap {
+                    Some(cap) if total > cap.max(1) => sample_evenly(occurrences, cap.max(1)),
+                    _ => occurrences,
+                };
+                let sampled = sample.len() < total;
+                let mut pattern = Pattern::new(tools, sample);
+                pattern.gapped = gapped;
+                ChosenPattern {
+                    sample: pattern,
+                    sampled,
+                    total,
+                    support,
+                    traces: if sampled { traces } else { Vec::new() },
+                }
+            })
+            .collect()
+    }
+}
+
+/// A pattern that becomes a candidate: the occurrences inference reads and the full figures.
+struct ChosenPattern {
+    sample: Pattern,
+    /// True when `sample` holds fewer occurrences than the pattern has.
+    sampled: bool,
+    total: usize,
+    support: usize,
+    /// Trace of every occurrence (kept only when sampled, for support per day).
+    traces: Vec<usize>,
+}
+
+impl ChosenPattern {
+    /// Put the full figures into the evidence of a candidate built from a sample.
+    fn correct_evidence(&self, candidate: &mut Candidate, days: &TraceDays) {
+        if !self.sampled {
+            return;
+        }
+        let evidence = &mut candidate.evidence;
+        let steps = self.sample.len().saturating_sub(1);
+        let full_saved = self.support * steps;
+        if evidence.round_trips_saved > 0 {
+            evidence.score *= full_saved as f64 / evidence.round_trips_saved as f64;
+        }
+        evidence.support = self.support;
+        evidence.occurrences = self.total;
+        evidence.round_trips_saved = full_saved;
+        let occurrences: Vec<Occurrence> = self
+            .traces
+            .iter()
+            .map(|&trace| Occurrence {
+                trace,
+                steps: Vec::new(),
             })
             .collect();
-        let mut candidates = Vec::new();
-        let mut skipped = Vec::new();
-        let built = build_candidates(traces, &chosen_patterns, &config.candidate);
-        for (pattern, built) in chosen_patterns.iter().zip(built) {
-            match built {
-                Ok(candidate) => candidates.push(candidate),
-                Err(err) => skipped.push((pattern.tools.clone(), err.to_string())),
-            }
-        }
-        candidates.sort_by(|a, b| {
-            b.evidence
-                .score
-                .total_cmp(&a.evidence.score)
-                .then_with(|| a.id.cmp(&b.id))
-        });
-        Ok(MineOutcome {
-            traces: traces.len(),
-            steps: db.num_steps(),
-            distinct_tools: db.num_items(),
-            patterns,
-            candidates,
-            skipped,
-            mining_time,
-            inference_time: started.elapsed(),
-        })
+        evidence.support_by_day = days
+            .support_by_day(std::slice::from_ref(&occurrences))
+            .pop()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(day, n)| (day, n as usize))
+            .collect();
+        candidate.metadata.insert(
+            "sampled_occurrences".into(),
+            serde_json::Value::from(self.sample.occurrences.len()),
+        );
     }
+}
+
+fn distinct_traces(occurrences: &[Occurrence]) -> usize {
+    // Occurrence lists come sorted by trace; count changes, then fall back when unsorted.
+    if occurrences.windows(2).all(|w| w[0].trace <= w[1].trace) {
+        occurrences
+            .iter()
+            .enumerate()
+            .filter(|(i, o)| *i == 0 || occurrences[i - 1].trace != o.trace)
+            .count()
+    } else {
+        let mut traces: Vec<usize> = occurrences.iter().map(|o| o.trace).collect();
+        traces.sort_unstable();
+        traces.dedup();
+        traces.len()
+    }
+}
+
+/// `cap` occurrences spread evenly over `all` (the first one included), in order.
+fn sample_evenly(all: Vec<Occurrence>, cap: usize) -> Vec<Occurrence> {
+    let total = all.len();
+    let mut picked = Vec::with_capacity(cap);
+    let mut next = 0usize;
+    for (i, occurrence) in all.into_iter().enumerate() {
+        // Occurrence `i` is taken when it is the first at or past the k-th even mark.
+        if picked.len() < cap && i * cap >= next * total {
+            picked.push(occurrence);
+            next += 1;
+        }
+    }
+    picked
+}
+
+fn sort_candidates(candidates: &mut [Candidate]) {
+    candidates.sort_by(|a, b| {
+        b.evidence
+            .score
+            .total_cmp(&a.evidence.score)
+            .then_with(|| a.id.cmp(&b.id))
+    });
 }
 
 /// The occurrences of each pattern: contiguous positions, or (with a gap) the leftmost

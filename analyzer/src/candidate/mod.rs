@@ -54,6 +54,7 @@ pub use profile::ToolProfiles;
 pub use schema::infer_schema;
 pub use stats::{DailySupport, support_by_day};
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chainweaver_recorder::model::TraceWithSteps;
@@ -67,6 +68,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{AnalyzerError, Result};
 use crate::infer::index::escape_segment;
 use crate::infer::{InferConfig, OccurrenceView, infer_from_views, occurrence_views, pattern_name};
+use crate::parallel;
 
 /// Tuning of candidate building.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,6 +80,9 @@ pub struct CandidateConfig {
     pub side_effect_factor: f64,
     /// Weight of a flagged binding in the binding quality.
     pub flagged_binding_weight: f64,
+    /// Threads [`build_candidates`] uses, one pattern (and one tool profile) at a time each;
+    /// `0`: what the machine offers. Results do not depend on it.
+    pub threads: usize,
 }
 
 impl Default for CandidateConfig {
@@ -87,6 +92,7 @@ impl Default for CandidateConfig {
             max_enum_values: 5,
             side_effect_factor: 0.75,
             flagged_binding_weight: 0.25,
+            threads: 0,
         }
     }
 }
@@ -108,11 +114,64 @@ pub fn build_candidates(
     patterns: &[Pattern],
     config: &CandidateConfig,
 ) -> Vec<Result<Candidate>> {
-    let profiles = profiles_for(traces, None, config);
-    patterns
+    build_candidates_profiled(traces, patterns, config, false)
+}
+
+/// [`build_candidates`], the tools profiled over the steps of the patterns' occurrences when
+/// `profile_occurrences_only`, else over every step of `traces`.
+pub(crate) fn build_candidates_profiled(
+    traces: &[TraceWithSteps],
+    patterns: &[Pattern],
+    config: &CandidateConfig,
+    profile_occurrences_only: bool,
+) -> Vec<Result<Candidate>> {
+    // Only the patterns' tools are ever looked up.
+    let tools: HashSet<String> = patterns
         .iter()
-        .map(|p| build_candidate_with(traces, p, &profiles, config))
-        .collect()
+        .flat_map(|p| p.tools.iter().cloned())
+        .collect();
+    let threads = parallel::thread_count(config.threads);
+    let profiles = if profile_occurrences_only {
+        // Every step of every occurrence, once, in traffic order.
+        let mut steps: Vec<(usize, usize)> = patterns
+            .iter()
+            .flat_map(|p| {
+                p.occurrences
+                    .iter()
+                    .flat_map(|o| o.steps.iter().map(|&s| (o.trace, s)))
+            })
+            .collect();
+        steps.sort_unstable();
+        steps.dedup();
+        ToolProfiles::compute_over(
+            steps
+                .iter()
+                .filter_map(|&(t, s)| traces.get(t).and_then(|t| t.steps.get(s))),
+            Some(&tools),
+            config.infer.max_payload_bytes,
+            config.max_enum_values,
+            threads,
+        )
+    } else {
+        ToolProfiles::compute_threaded(
+            traces,
+            Some(&tools),
+            config.infer.max_payload_bytes,
+            config.max_enum_values,
+            threads,
+        )
+    };
+    // Costliest first (most occurrences), so the threads finish together.
+    let mut order: Vec<usize> = (0..patterns.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(patterns[i].occurrences.len()));
+    let built = parallel::map(&order, threads, |&i| {
+        build_candidate_with(traces, &patterns[i], &profiles, config)
+    });
+    let mut results: Vec<Option<Result<Candidate>>> = (0..patterns.len()).map(|_| None).collect();
+    for (i, result) in order.into_iter().zip(built) {
+        results[i] = Some(result);
+    }
+    results.into_iter().flatten().collect()
 }
 
 /// Infer the bindings of `pattern` and propose it as a flow, with tool profiles computed once
@@ -373,7 +432,7 @@ fn assemble(
         .map(|s| {
             views
                 .iter()
-                .find_map(|v| v.outputs[s].as_ref())
+                .find_map(|v| v.outputs[s].as_deref())
                 .is_none_or(Value::is_object)
         })
         .collect();
@@ -672,11 +731,10 @@ fn assemble(
         }
         let mut all_equal = true;
         for step in 0..len {
-            let resolved = resolve(&mappings[step], &context);
-            if resolved != view.steps[step].inputs {
+            if !resolves_to(&mappings[step], &context, &view.steps[step].inputs) {
                 all_equal = false;
             }
-            if let Some(output) = &view.outputs[step] {
+            if let Some(output) = view.outputs[step].as_deref() {
                 let wrapped = match output {
                     Value::Object(map) => map.clone(),
                     other => {
@@ -910,7 +968,7 @@ fn always_present_keys(views: &[OccurrenceView<'_>], step: usize, object: bool) 
     }
     let mut keys: Option<Vec<String>> = None;
     for view in views {
-        let Some(Value::Object(map)) = &view.outputs[step] else {
+        let Some(Value::Object(map)) = view.outputs[step].as_deref() else {
             continue;
         };
         keys = Some(match keys {
@@ -924,7 +982,49 @@ fn always_present_keys(views: &[OccurrenceView<'_>], step: usize, object: bool) 
     keys.unwrap_or_default()
 }
 
+/// Whether `mapping` resolved against `context` gives exactly `inputs`: [`resolve`] followed
+/// by a comparison, without copying the context or the resolved values.
+fn resolves_to(mapping: &Map<String, Value>, context: &Map<String, Value>, inputs: &Value) -> bool {
+    let Value::Object(inputs) = inputs else {
+        return false;
+    };
+    if mapping.is_empty() {
+        return inputs == context;
+    }
+    let mut resolved = 0;
+    for (field, source) in mapping {
+        let value = match source {
+            Value::String(s) if s.starts_with('/') => context_pointer(context, s),
+            Value::String(s) => context.get(s),
+            literal => Some(literal),
+        };
+        if let Some(value) = value {
+            resolved += 1;
+            if inputs.get(field) != Some(value) {
+                return false;
+            }
+        }
+    }
+    resolved == inputs.len()
+}
+
+/// `pointer` (starting with `/`) resolved in the context seen as one object.
+fn context_pointer<'c>(context: &'c Map<String, Value>, pointer: &str) -> Option<&'c Value> {
+    let rest = &pointer[1..];
+    let (segment, tail) = match rest.find('/') {
+        Some(at) => (&rest[..at], &rest[at..]),
+        None => (rest, ""),
+    };
+    let key = if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    };
+    context.get(key.as_ref())?.pointer(tail)
+}
+
 /// What an input mapping hands a tool, given a context (the specification's semantics).
+#[cfg(test)]
 fn resolve(mapping: &Map<String, Value>, context: &Map<String, Value>) -> Value {
     if mapping.is_empty() {
         return Value::Object(context.clone());

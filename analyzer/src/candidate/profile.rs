@@ -1,14 +1,16 @@
 //! Per-tool facts gathered in one pass over the traffic: inferred schemas and determinism.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{ToolDeterminism, ToolSchema};
+use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::{Value, json};
 
 use super::schema::infer_schema;
 use crate::infer::index::canonical_hash;
-use crate::infer::normalize_output;
+use crate::infer::normalized_output;
+use crate::parallel;
 
 /// What the traffic shows about each tool, computed once and shared by every candidate.
 #[derive(Debug, Clone, Default)]
@@ -16,10 +18,53 @@ pub struct ToolProfiles {
     tools: BTreeMap<String, (ToolSchema, ToolDeterminism)>,
 }
 
+/// Schemas and determinism of one tool from its successful calls.
+fn profile(
+    steps: &[&ObservedStep],
+    max_payload_bytes: usize,
+    max_enum_values: usize,
+) -> (ToolSchema, ToolDeterminism) {
+    let mut g = Gathered::default();
+    for step in steps {
+        g.inputs.push(&step.inputs);
+        let Some(output) = &step.outputs else {
+            continue;
+        };
+        let normalized = match normalized_output(output, max_payload_bytes) {
+            object @ Cow::Borrowed(Value::Object(_)) => object,
+            Cow::Owned(object @ Value::Object(_)) => Cow::Owned(object),
+            other => Cow::Owned(json!({ "result": other.into_owned() })),
+        };
+        let output_hash = canonical_hash(&normalized);
+        let group = g
+            .groups
+            .entry(canonical_hash(&step.inputs))
+            .or_insert((output_hash, 0, true));
+        group.1 += 1;
+        group.2 &= group.0 == output_hash;
+        g.outputs.push(normalized);
+    }
+    let repeated: Vec<_> = g.groups.values().filter(|x| x.1 > 1).collect();
+    let consistent = repeated.iter().filter(|x| x.2).count();
+    let determinism = ToolDeterminism {
+        calls: g.outputs.len(),
+        repeated_inputs: repeated.len(),
+        consistent,
+        ratio: (!repeated.is_empty()).then(|| consistent as f64 / repeated.len() as f64),
+    };
+    let schema = ToolSchema {
+        calls: g.inputs.len(),
+        input_schema: infer_schema(g.inputs.iter().copied(), max_enum_values),
+        output_schema: infer_schema(g.outputs.iter().map(AsRef::as_ref), max_enum_values),
+    };
+    (schema, determinism)
+}
+
 #[derive(Default)]
 struct Gathered<'a> {
     inputs: Vec<&'a Value>,
-    outputs: Vec<Value>,
+    /// Normalized outputs, objects borrowed, anything else wrapped as `{"result": ...}`.
+    outputs: Vec<Cow<'a, Value>>,
     /// input hash -> (first output hash, calls, all outputs equal so far)
     groups: HashMap<u64, (u64, usize, bool)>,
 }
@@ -33,49 +78,56 @@ impl ToolProfiles {
         max_payload_bytes: usize,
         max_enum_values: usize,
     ) -> Self {
-        let mut gathered: HashMap<&str, Gathered<'_>> = HashMap::new();
-        for step in traces.iter().flat_map(|t| &t.steps) {
+        Self::compute_threaded(traces, only, max_payload_bytes, max_enum_values, 1)
+    }
+
+    /// [`ToolProfiles::compute`] on up to `threads` threads (0: what the machine offers), one
+    /// tool at a time each; the result is the same.
+    pub fn compute_threaded(
+        traces: &[TraceWithSteps],
+        only: Option<&HashSet<String>>,
+        max_payload_bytes: usize,
+        max_enum_values: usize,
+        threads: usize,
+    ) -> Self {
+        Self::compute_over(
+            traces.iter().flat_map(|t| &t.steps),
+            only,
+            max_payload_bytes,
+            max_enum_values,
+            threads,
+        )
+    }
+
+    /// [`ToolProfiles::compute_threaded`] over some of the steps.
+    pub(crate) fn compute_over<'t>(
+        steps: impl Iterator<Item = &'t ObservedStep>,
+        only: Option<&HashSet<String>>,
+        max_payload_bytes: usize,
+        max_enum_values: usize,
+        threads: usize,
+    ) -> Self {
+        // Steps by tool, in traffic order.
+        let mut by_tool: HashMap<&str, Vec<&ObservedStep>> = HashMap::new();
+        for step in steps {
             if step.is_error() || only.is_some_and(|o| !o.contains(&step.tool_name)) {
                 continue;
             }
-            let entry = gathered.entry(step.tool_name.as_str()).or_default();
-            entry.inputs.push(&step.inputs);
-            let Some(output) = &step.outputs else {
-                continue;
-            };
-            let normalized = match normalize_output(output, max_payload_bytes) {
-                object @ Value::Object(_) => object,
-                other => json!({ "result": other }),
-            };
-            let output_hash = canonical_hash(&normalized);
-            let group =
-                entry
-                    .groups
-                    .entry(canonical_hash(&step.inputs))
-                    .or_insert((output_hash, 0, true));
-            group.1 += 1;
-            group.2 &= group.0 == output_hash;
-            entry.outputs.push(normalized);
+            by_tool
+                .entry(step.tool_name.as_str())
+                .or_default()
+                .push(step);
         }
-        let tools = gathered
-            .into_iter()
-            .map(|(tool, g)| {
-                let repeated: Vec<_> = g.groups.values().filter(|x| x.1 > 1).collect();
-                let consistent = repeated.iter().filter(|x| x.2).count();
-                let determinism = ToolDeterminism {
-                    calls: g.outputs.len(),
-                    repeated_inputs: repeated.len(),
-                    consistent,
-                    ratio: (!repeated.is_empty())
-                        .then(|| consistent as f64 / repeated.len() as f64),
-                };
-                let schema = ToolSchema {
-                    calls: g.inputs.len(),
-                    input_schema: infer_schema(g.inputs.iter().copied(), max_enum_values),
-                    output_schema: infer_schema(&g.outputs, max_enum_values),
-                };
-                (tool.to_string(), (schema, determinism))
-            })
+        let mut jobs: Vec<(&str, Vec<&ObservedStep>)> = by_tool.into_iter().collect();
+        // Largest first, so the threads finish together.
+        jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        let profiles = parallel::map(&jobs, parallel::thread_count(threads), |(_, steps)| {
+            profile(steps, max_payload_bytes, max_enum_values)
+        });
+        let tools = jobs
+            .iter()
+            .zip(profiles)
+            .map(|((tool, _), profile)| (tool.to_string(), profile))
             .collect();
         Self { tools }
     }

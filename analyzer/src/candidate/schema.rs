@@ -5,16 +5,35 @@
 //! every observed object; arrays describe their items; a string field with few distinct values,
 //! each seen about twice or more, gets an `enum`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
 use crate::infer::index::canonical_hash;
 
+/// JSON Schema type names, alphabetical: bit `i` of [`Shape::types`] stands for `TYPES[i]`.
+const TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "null", "number", "object", "string",
+];
+const ARRAY: u8 = 1;
+const BOOLEAN: u8 = 1 << 1;
+const INTEGER: u8 = 1 << 2;
+const NULL: u8 = 1 << 3;
+const NUMBER: u8 = 1 << 4;
+const OBJECT: u8 = 1 << 5;
+const STRING: u8 = 1 << 6;
+
+/// Schemas describe values down to this many levels of nesting.
+const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// Objects with more properties than this look keys up through a map instead of a scan.
+const PROPERTY_SCAN_LIMIT: usize = 16;
+
 #[derive(Debug, Default)]
 struct Shape {
     count: usize,
-    types: BTreeSet<&'static str>,
+    /// Types seen, one bit each (see [`TYPES`]).
+    types: u8,
     objects: usize,
     properties: Vec<(String, Shape)>,
     property_ids: HashMap<String, usize>,
@@ -25,23 +44,35 @@ struct Shape {
 }
 
 impl Shape {
-    fn add(&mut self, value: &Value, max_enum: usize) {
+    /// Adds one observed value. Below [`MAX_SCHEMA_DEPTH`] levels only the type of a container
+    /// is recorded, not its contents, so a deeply nested payload cannot overflow the stack.
+    fn add(&mut self, value: &Value, max_enum: usize, depth: usize) {
         self.count += 1;
+        if depth >= MAX_SCHEMA_DEPTH {
+            self.types |= match value {
+                Value::Null => NULL,
+                Value::Bool(_) => BOOLEAN,
+                Value::Number(n) if n.as_str().contains(['.', 'e', 'E']) => NUMBER,
+                Value::Number(_) => INTEGER,
+                Value::String(_) => STRING,
+                Value::Array(_) => ARRAY,
+                Value::Object(_) => OBJECT,
+            };
+            return;
+        }
         match value {
             Value::Null => {
-                self.types.insert("null");
+                self.types |= NULL;
             }
             Value::Bool(_) => {
-                self.types.insert("boolean");
+                self.types |= BOOLEAN;
             }
             Value::Number(n) => {
-                let text = n.to_string();
-                let integer = !text.contains(['.', 'e', 'E']);
-                self.types
-                    .insert(if integer { "integer" } else { "number" });
+                let integer = !n.as_str().contains(['.', 'e', 'E']);
+                self.types |= if integer { INTEGER } else { NUMBER };
             }
             Value::String(_) => {
-                self.types.insert("string");
+                self.types |= STRING;
                 self.strings += 1;
                 if self.distinct.len() <= max_enum {
                     let hash = canonical_hash(value);
@@ -51,26 +82,40 @@ impl Shape {
                 }
             }
             Value::Array(items) => {
-                self.types.insert("array");
+                self.types |= ARRAY;
                 let shape = self.items.get_or_insert_with(Box::default);
                 for item in items {
-                    shape.add(item, max_enum);
+                    shape.add(item, max_enum, depth + 1);
                 }
             }
             Value::Object(map) => {
-                self.types.insert("object");
+                self.types |= OBJECT;
                 self.objects += 1;
                 for (key, item) in map {
-                    let id = match self.property_ids.get(key) {
-                        Some(&id) => id,
+                    let known = if self.properties.len() <= PROPERTY_SCAN_LIMIT {
+                        self.properties.iter().position(|(k, _)| k == key)
+                    } else {
+                        self.property_ids.get(key).copied()
+                    };
+                    let id = match known {
+                        Some(id) => id,
                         None => {
                             self.properties.push((key.clone(), Shape::default()));
-                            self.property_ids
-                                .insert(key.clone(), self.properties.len() - 1);
+                            if self.properties.len() > PROPERTY_SCAN_LIMIT {
+                                if self.property_ids.is_empty() {
+                                    // Crossing the limit: index every key seen so far.
+                                    for (i, (k, _)) in self.properties.iter().enumerate() {
+                                        self.property_ids.insert(k.clone(), i);
+                                    }
+                                } else {
+                                    self.property_ids
+                                        .insert(key.clone(), self.properties.len() - 1);
+                                }
+                            }
                             self.properties.len() - 1
                         }
                     };
-                    self.properties[id].1.add(item, max_enum);
+                    self.properties[id].1.add(item, max_enum, depth + 1);
                 }
             }
         }
@@ -78,7 +123,12 @@ impl Shape {
 
     fn schema(&self, max_enum: usize) -> Value {
         let mut schema = Map::new();
-        let mut types: Vec<&str> = self.types.iter().copied().collect();
+        let mut types: Vec<&str> = TYPES
+            .iter()
+            .enumerate()
+            .filter(|(bit, _)| self.types & (1 << bit) != 0)
+            .map(|(_, name)| *name)
+            .collect();
         if types.contains(&"number") {
             types.retain(|t| *t != "integer");
         }
@@ -124,7 +174,7 @@ impl Shape {
 pub fn infer_schema<'a>(values: impl IntoIterator<Item = &'a Value>, max_enum: usize) -> Value {
     let mut shape = Shape::default();
     for value in values {
-        shape.add(value, max_enum);
+        shape.add(value, max_enum, 0);
     }
     shape.schema(max_enum)
 }

@@ -231,3 +231,51 @@ fn bindings_from_outside_are_checked() {
     let err = candidate_from_bindings(&traces, &pattern, bindings, &config).unwrap_err();
     assert!(err.to_string().contains("has 2 steps"), "{err}");
 }
+
+#[test]
+fn resolves_to_agrees_with_resolving_then_comparing() {
+    let context: Map<String, Value> = serde_json::from_str(
+        r#"{"a": 1, "find.user": {"id": "u1", "tags": ["x", "y"]}, "a/b": {"c~d": 2}, "s": "t"}"#,
+    )
+    .unwrap();
+    let mappings: Vec<Map<String, Value>> = [
+        r#"{}"#,
+        r#"{"x": "a"}"#,
+        r#"{"x": "a", "y": "missing"}"#,
+        r#"{"id": "/find.user/id", "tag": "/find.user/tags/1"}"#,
+        r#"{"v": "/a~1b/c~0d"}"#,
+        r#"{"n": 5, "s": "s"}"#,
+        r#"{"bad": "/find.user/tags/9"}"#,
+    ]
+    .iter()
+    .map(|m| serde_json::from_str(m).unwrap())
+    .collect();
+    let inputs: Vec<Value> = [
+        serde_json::to_string(&context).unwrap().as_str(),
+        r#"{"x": 1}"#,
+        r#"{"x": 1, "y": null}"#,
+        r#"{"id": "u1", "tag": "y"}"#,
+        r#"{"v": 2}"#,
+        r#"{"n": 5, "s": "t"}"#,
+        r#"{}"#,
+        r#"[1]"#,
+        r#""text""#,
+    ]
+    .iter()
+    .map(|i| serde_json::from_str(i).unwrap())
+    .collect();
+    let mut agreed_true = 0;
+    for mapping in &mappings {
+        for input in &inputs {
+            let expected = resolve(mapping, &context) == *input;
+            assert_eq!(
+                resolves_to(mapping, &context, input),
+                expected,
+                "{mapping:?} {input:?}"
+            );
+            agreed_true += usize::from(expected);
+        }
+    }
+    // Each mapping reproduces exactly one of the inputs (the bad pointer resolves to `{}`).
+    assert_eq!(agreed_true, mappings.len());
+}

@@ -4,7 +4,7 @@
 //! value up is one hash probe plus an equality check per hit.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 use serde_json::Value;
 
@@ -61,8 +61,69 @@ pub(crate) fn last_segment(pointer: &str) -> String {
         .replace("~0", "~")
 }
 
+/// A fast, non-cryptographic 64-bit hasher for canonical value hashes: eight bytes a round
+/// (multiply and rotate), then a full avalanche at the end. Value hashes are computed for every
+/// node of every payload, where SipHash's per-call cost dominated; collisions are checked by
+/// equality wherever a hash picks a location.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NodeHasher(u64);
+
+const NODE_HASH_MUL: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl NodeHasher {
+    #[inline]
+    fn mix(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(NODE_HASH_MUL);
+    }
+}
+
+impl Hasher for NodeHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.mix(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            // The length keeps "a" and "a\0" apart.
+            self.mix(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, value: u8) {
+        self.mix(u64::from(value) | 0x100);
+    }
+
+    #[inline]
+    fn write_u64(&mut self, value: u64) {
+        self.mix(value);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, value: usize) {
+        self.mix(value as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        // murmur3's fmix64.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+}
+
 fn finish<H: Hash>(tag: u8, value: H) -> u64 {
-    let mut hasher = DefaultHasher::new();
+    let mut hasher = NodeHasher::default();
     tag.hash(&mut hasher);
     value.hash(&mut hasher);
     hasher.finish()
@@ -74,19 +135,111 @@ fn combine_object(mut entries: Vec<(u64, u64)>) -> u64 {
     finish(5, entries)
 }
 
+/// A number's exact text (as written: `arbitrary_precision` keeps it).
+fn number_text(n: &serde_json::Number) -> &str {
+    n.as_str()
+}
+
+/// Nesting depth up to which the recursive walks (hashing, indexing) recurse; deeper values are
+/// hashed with an explicit stack and not indexed, so a payload nested 10,000 levels deep cannot
+/// overflow the call stack.
+pub(crate) const MAX_RECURSION_DEPTH: usize = 64;
+
 /// Canonical hash of a value: equal values hash equal, whatever their key order.
 pub(crate) fn canonical_hash(value: &Value) -> u64 {
+    hash_at_depth(value, 0)
+}
+
+fn hash_at_depth(value: &Value, depth: usize) -> u64 {
+    if depth >= MAX_RECURSION_DEPTH {
+        return hash_iterative(value);
+    }
     match value {
         Value::Null => finish(0, ()),
         Value::Bool(b) => finish(1, b),
-        Value::Number(n) => finish(2, n.to_string()),
+        Value::Number(n) => finish(2, number_text(n)),
         Value::String(s) => finish(3, s),
-        Value::Array(items) => finish(4, items.iter().map(canonical_hash).collect::<Vec<_>>()),
+        Value::Array(items) => finish(
+            4,
+            items
+                .iter()
+                .map(|item| hash_at_depth(item, depth + 1))
+                .collect::<Vec<_>>(),
+        ),
         Value::Object(map) => combine_object(
             map.iter()
-                .map(|(k, v)| (finish(3, k), canonical_hash(v)))
+                .map(|(k, v)| (finish(3, k), hash_at_depth(v, depth + 1)))
                 .collect(),
         ),
+    }
+}
+
+/// [`canonical_hash`] with an explicit stack instead of recursion (same result).
+fn hash_iterative(root: &Value) -> u64 {
+    enum Frame<'v> {
+        Array(std::slice::Iter<'v, Value>, Vec<u64>),
+        Object(serde_json::map::Iter<'v>, Vec<(u64, u64)>, u64),
+    }
+    let leaf = |value: &Value| -> Option<u64> {
+        Some(match value {
+            Value::Null => finish(0, ()),
+            Value::Bool(b) => finish(1, b),
+            Value::Number(n) => finish(2, number_text(n)),
+            Value::String(s) => finish(3, s),
+            Value::Array(_) | Value::Object(_) => return None,
+        })
+    };
+    fn open(value: &Value) -> Option<Frame<'_>> {
+        match value {
+            Value::Array(items) => Some(Frame::Array(items.iter(), Vec::new())),
+            Value::Object(map) => Some(Frame::Object(map.iter(), Vec::new(), 0)),
+            _ => None,
+        }
+    }
+    let Some(first) = open(root) else {
+        return leaf(root).unwrap_or_default();
+    };
+    let mut stack = vec![first];
+    // The hash of the child just finished, to hand to its parent.
+    let mut done: Option<u64> = None;
+    loop {
+        let Some(top) = stack.last_mut() else {
+            return done.unwrap_or_default();
+        };
+        let next = match top {
+            Frame::Array(items, hashes) => {
+                if let Some(hash) = done.take() {
+                    hashes.push(hash);
+                }
+                items.next()
+            }
+            Frame::Object(entries, hashes, pending_key) => {
+                if let Some(hash) = done.take() {
+                    hashes.push((*pending_key, hash));
+                }
+                entries.next().map(|(key, value)| {
+                    *pending_key = finish(3, key);
+                    value
+                })
+            }
+        };
+        match next {
+            Some(child) => match leaf(child) {
+                Some(hash) => done = Some(hash),
+                None => {
+                    if let Some(frame) = open(child) {
+                        stack.push(frame);
+                    }
+                }
+            },
+            None => {
+                done = Some(match stack.pop() {
+                    Some(Frame::Array(_, hashes)) => finish(4, hashes),
+                    Some(Frame::Object(_, hashes, _)) => combine_object(hashes),
+                    None => 0,
+                });
+            }
+        }
     }
 }
 
@@ -104,9 +257,10 @@ impl ValueIndex {
     pub fn add(&mut self, step: usize, side: Side, value: &Value, max_nodes: usize) {
         let mut pointer = String::new();
         let mut budget = max_nodes;
-        self.walk(step, side, value, &mut pointer, None, &mut budget);
+        self.walk(step, side, value, &mut pointer, None, &mut budget, 0);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn walk(
         &mut self,
         step: usize,
@@ -115,10 +269,12 @@ impl ValueIndex {
         pointer: &mut String,
         element: Option<ElementOf>,
         budget: &mut usize,
+        depth: usize,
     ) -> u64 {
-        if *budget == 0 {
-            // Over the cap: keep the hash right for the ancestors but index nothing more.
-            return canonical_hash(value);
+        if *budget == 0 || depth >= MAX_RECURSION_DEPTH {
+            // Over the cap or too deep: keep the hash right for the ancestors but index
+            // nothing more.
+            return hash_at_depth(value, depth);
         }
         *budget -= 1;
         let hash = match value {
@@ -134,7 +290,15 @@ impl ValueIndex {
                         index,
                         list_len: items.len(),
                     };
-                    hashes.push(self.walk(step, side, item, pointer, Some(inner), budget));
+                    hashes.push(self.walk(
+                        step,
+                        side,
+                        item,
+                        pointer,
+                        Some(inner),
+                        budget,
+                        depth + 1,
+                    ));
                     pointer.truncate(base);
                 }
                 finish(4, hashes)
@@ -145,7 +309,7 @@ impl ValueIndex {
                 for (key, item) in map {
                     pointer.push('/');
                     pointer.push_str(&escape_segment(key));
-                    let child = self.walk(step, side, item, pointer, element, budget);
+                    let child = self.walk(step, side, item, pointer, element, budget, depth + 1);
                     entries.push((finish(3, key), child));
                     pointer.truncate(base);
                 }
@@ -205,6 +369,46 @@ mod tests {
         assert_eq!(hits[1].list_pointer(), None);
         // Whole containers are indexed too, the root at "".
         assert_eq!(index.candidates(canonical_hash(&out)).len(), 1);
+    }
+
+    #[test]
+    fn deep_values_hash_like_shallow_ones_without_recursion() {
+        // The explicit-stack hash agrees with the recursive one.
+        let value = json!({"a": [1, {"b": "x", "c": [null, true]}], "d": 2.50});
+        assert_eq!(hash_iterative(&value), hash_at_depth(&value, 0));
+        assert_eq!(hash_iterative(&json!("s")), hash_at_depth(&json!("s"), 0));
+        // 20,000 levels: no stack overflow, and the depth changes the hash.
+        // Built by moving values in (`json!` would serialize, recursively, each level).
+        let mut deep = json!(1);
+        for level in 0..20_001 {
+            deep = if level % 2 == 0 {
+                let mut map = serde_json::Map::new();
+                map.insert("k".into(), deep);
+                Value::Object(map)
+            } else {
+                Value::Array(vec![deep])
+            };
+        }
+        let mut index = ValueIndex::default();
+        index.add(0, Side::Output, &deep, 100_000);
+        assert_eq!(index.locations.len(), MAX_RECURSION_DEPTH);
+        let Value::Object(map) = &deep else { panic!() };
+        assert_ne!(canonical_hash(&deep), canonical_hash(&map["k"]));
+        // Values this deep drop recursively inside serde_json: unwind them by hand.
+        let mut rest = deep;
+        loop {
+            rest = match rest {
+                Value::Object(mut map) => match map.remove("k") {
+                    Some(inner) => inner,
+                    None => break,
+                },
+                Value::Array(mut items) => match items.pop() {
+                    Some(inner) => inner,
+                    None => break,
+                },
+                _ => break,
+            };
+        }
     }
 
     #[test]

@@ -39,6 +39,7 @@
 pub(crate) mod index;
 mod template;
 
+use std::borrow::Cow;
 use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 
@@ -92,6 +93,11 @@ impl Default for InferConfig {
 /// The output as binding pointers see it: a string holding a JSON object or array (at most
 /// `max_bytes` long) is parsed; anything else is kept as is.
 pub fn normalize_output(output: &Value, max_bytes: usize) -> Value {
+    normalized_output(output, max_bytes).into_owned()
+}
+
+/// [`normalize_output`] without copying: borrowed unless a string was parsed.
+pub(crate) fn normalized_output(output: &Value, max_bytes: usize) -> Cow<'_, Value> {
     if let Value::String(text) = output {
         let trimmed = text.trim_start();
         if text.len() <= max_bytes
@@ -99,10 +105,10 @@ pub fn normalize_output(output: &Value, max_bytes: usize) -> Value {
             && let Ok(parsed @ (Value::Object(_) | Value::Array(_))) =
                 serde_json::from_str::<Value>(text)
         {
-            return parsed;
+            return Cow::Owned(parsed);
         }
     }
-    output.clone()
+    Cow::Borrowed(output)
 }
 
 /// One occurrence of a pattern, resolved against its trace.
@@ -111,7 +117,7 @@ pub(crate) struct OccurrenceView<'a> {
     pub trace: &'a TraceWithSteps,
     pub steps: Vec<&'a ObservedStep>,
     /// Normalized outputs; `None` for a failed step or one without a result.
-    pub outputs: Vec<Option<Value>>,
+    pub outputs: Vec<Option<Cow<'a, Value>>>,
     pub index: ValueIndex,
 }
 
@@ -190,7 +196,7 @@ pub(crate) fn occurrence_views<'a>(
             }
             steps.push(step);
         }
-        let outputs: Vec<Option<Value>> = steps
+        let outputs: Vec<Option<Cow<'a, Value>>> = steps
             .iter()
             .map(|step| {
                 if step.is_error() {
@@ -198,7 +204,7 @@ pub(crate) fn occurrence_views<'a>(
                 } else {
                     step.outputs
                         .as_ref()
-                        .map(|o| normalize_output(o, config.max_payload_bytes))
+                        .map(|o| normalized_output(o, config.max_payload_bytes))
                 }
             })
             .collect();
@@ -371,27 +377,30 @@ enum Key {
 
 #[derive(Debug)]
 struct KeyStats {
-    /// One flag per occurrence holding the field.
-    holds: Vec<bool>,
+    /// The occurrences (among those holding the field) where the key holds, ascending. Sparse:
+    /// a key that holds in a few occurrences costs a few entries, however many there are.
+    holds: Vec<usize>,
     count: usize,
-    /// Element keys: position and list length where the key holds.
+    /// Element keys: position and list length where the key holds, one per `holds` entry.
     positions: Vec<Option<(usize, usize)>>,
 }
 
 impl KeyStats {
-    fn new(n: usize) -> Self {
+    fn new(_n: usize) -> Self {
         Self {
-            holds: vec![false; n],
+            holds: Vec::new(),
             count: 0,
-            positions: vec![None; n],
+            positions: Vec::new(),
         }
     }
 
+    /// Occurrences are recorded in ascending order; a second record for one occurrence keeps
+    /// the first.
     fn record(&mut self, at: usize, position: Option<(usize, usize)>) {
-        if !self.holds[at] {
-            self.holds[at] = true;
+        if self.holds.last() != Some(&at) {
+            self.holds.push(at);
             self.count += 1;
-            self.positions[at] = position;
+            self.positions.push(position);
         }
     }
 }
@@ -776,7 +785,7 @@ fn to_source(
             BindingSource::Template { template, slots }
         }
         Key::Constant => {
-            let at = stats.holds.iter().position(|&h| h).unwrap_or(0);
+            let at = stats.holds.first().copied().unwrap_or(0);
             BindingSource::Constant {
                 value: present.get(at).map_or(Value::Null, |(_, v)| (*v).clone()),
             }

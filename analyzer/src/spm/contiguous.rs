@@ -117,63 +117,98 @@ where
     Ok(())
 }
 
-/// The occurrences of each of `patterns`, sorted by sequence then start. Scans the positions of
-/// the pattern's rarest item and compares in place.
+/// The occurrences of each of `patterns`, sorted by sequence then start.
+///
+/// One pass over the database, whatever the number of patterns: the patterns form a trie, and
+/// from every position the walk follows the items for as long as the trie has a branch (at most
+/// the longest pattern's length), reporting every pattern that ends on the way.
 pub fn occurrences<P: AsRef<[u32]>>(db: &SequenceDb, patterns: &[P]) -> Vec<Vec<Occurrence>> {
-    let items = db.items();
-    let offsets = db.offsets();
     let n_items = db.num_items();
-    // Positions of every item, grouped by item (counting sort).
-    let mut first = vec![0u32; n_items + 1];
-    for &item in items {
-        first[item as usize + 1] += 1;
+    let mut trie = PatternTrie::new(n_items);
+    for (number, pattern) in patterns.iter().enumerate() {
+        let pattern = pattern.as_ref();
+        if pattern.is_empty() || pattern.iter().any(|&i| i as usize >= n_items) {
+            continue;
+        }
+        trie.insert(pattern, number as u32);
     }
-    for i in 0..n_items {
-        first[i + 1] += first[i];
-    }
-    let mut fill = first.clone();
-    let mut positions = vec![0u32; items.len()];
-    for (pos, &item) in items.iter().enumerate() {
-        positions[fill[item as usize] as usize] = pos as u32;
-        fill[item as usize] += 1;
-    }
-    patterns
-        .iter()
-        .map(|pattern| {
-            let pattern = pattern.as_ref();
-            if pattern.is_empty() || pattern.iter().any(|&i| i as usize >= n_items) {
-                return Vec::new();
-            }
-            let (anchor, &anchor_item) = pattern
-                .iter()
-                .enumerate()
-                .min_by_key(|&(_, &item)| first[item as usize + 1] - first[item as usize])
-                .unwrap_or((0, &pattern[0]));
-            let list = &positions
-                [first[anchor_item as usize] as usize..first[anchor_item as usize + 1] as usize];
-            let mut found = Vec::new();
-            for &pos in list {
-                let pos = pos as usize;
-                if pos < anchor {
-                    continue;
-                }
-                let start = pos - anchor;
-                let seq = offsets.partition_point(|&o| o as usize <= start) - 1;
-                let seq_start = offsets[seq] as usize;
-                let seq_end = offsets[seq + 1] as usize;
-                if start < seq_start || start + pattern.len() > seq_end {
-                    continue;
-                }
-                if &items[start..start + pattern.len()] == pattern {
-                    found.push(Occurrence {
+    let mut found: Vec<Vec<Occurrence>> = (0..patterns.len()).map(|_| Vec::new()).collect();
+    for (seq, sequence) in db.sequences().enumerate() {
+        for start in 0..sequence.len() {
+            let mut node = PatternTrie::ROOT;
+            for &item in &sequence[start..] {
+                let Some(next) = trie.child(node, item) else {
+                    break;
+                };
+                node = next;
+                for &number in &trie.ends[node as usize] {
+                    found[number as usize].push(Occurrence {
                         sequence: seq as u32,
-                        start: (start - seq_start) as u32,
+                        start: start as u32,
                     });
                 }
             }
-            found
-        })
-        .collect()
+        }
+    }
+    found
+}
+
+/// The patterns whose occurrences are looked for, as a trie over item ids.
+struct PatternTrie {
+    /// The root's children by item (dense: every walk starts there).
+    root: Vec<u32>,
+    /// Other nodes' children, `(item, node)`, searched linearly (they are few).
+    children: Vec<Vec<(u32, u32)>>,
+    /// Per node, the numbers of the patterns ending there.
+    ends: Vec<Vec<u32>>,
+}
+
+impl PatternTrie {
+    const ROOT: u32 = 0;
+    const NONE: u32 = u32::MAX;
+
+    fn new(n_items: usize) -> Self {
+        Self {
+            root: vec![Self::NONE; n_items],
+            children: vec![Vec::new()],
+            ends: vec![Vec::new()],
+        }
+    }
+
+    fn child(&self, node: u32, item: u32) -> Option<u32> {
+        if node == Self::ROOT {
+            return self
+                .root
+                .get(item as usize)
+                .copied()
+                .filter(|&n| n != Self::NONE);
+        }
+        self.children[node as usize]
+            .iter()
+            .find(|(i, _)| *i == item)
+            .map(|&(_, n)| n)
+    }
+
+    fn insert(&mut self, pattern: &[u32], number: u32) {
+        let mut node = Self::ROOT;
+        for &item in pattern {
+            node = match self.child(node, item) {
+                Some(next) => next,
+                None => {
+                    let next = self.ends.len() as u32;
+                    self.ends.push(Vec::new());
+                    self.children.push(Vec::new());
+                    if node == Self::ROOT {
+                        self.root[item as usize] = next;
+                    } else {
+                        self.children[node as usize].push((item, next));
+                    }
+                    next
+                }
+            };
+        }
+        self.ends[node as usize].push(number);
+    }
 }
 
 /// A pending node of the depth-first traversal.

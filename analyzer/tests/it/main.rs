@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod edge;
 mod ground_truth;
 mod infer;
 mod spm;

@@ -1,0 +1,48 @@
+#!/bin/sh
+# Mining: Python chainweaver 0.14.1 `ChainObserver.suggest_flows` vs our ChainAnalyzer (mining
+# plus binding inference and candidates, default MineConfig) on the same synthetic steps.
+# Needs cargo, python3 (with venv) and access to PyPI.
+#
+#   scripts/bench_mine_python.sh [sizes] [python_timeout_s]
+#
+# sizes: step counts, space-separated (default "10000 30000 100000"); python_timeout_s: the
+# Python run of one size is killed after this many seconds (default 1800) and reported as
+# timed out. BENCH_VENV chooses the virtualenv folder (default: bench-venv in the target dir).
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+sizes=${1:-"10000 30000 100000"}
+timeout=${2:-1800}
+target=${CARGO_TARGET_DIR:-$root/target}
+venv=${BENCH_VENV:-$target/bench-venv}
+data=$target/bench-mine-python
+mkdir -p "$data"
+
+cargo build --release --quiet -p chainweaver-analyzer --example mine_bench
+bench="$target/release/examples/mine_bench"
+if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+fi
+"$venv/bin/pip" install --quiet "chainweaver==0.14.1"
+
+for steps in $sizes; do
+    file="$data/synth-$steps.jsonl"
+    "$bench" jsonl "$steps" "$file" >/dev/null
+    ours=$("$bench" jsonl-mine "$file")
+    python=$("$venv/bin/python" scripts/bench_mine_python.py "$file" none "$timeout")
+    python3 - "$ours" "$python" <<'PY'
+import json, sys
+ours, python = (json.loads(a) for a in sys.argv[1:3])
+row = {"steps": ours["steps"], "traces": ours["traces"],
+       "ours_mine_plus_infer_s": round(ours["mine_plus_infer_s"], 3),
+       "ours_mine_s": round(ours["mine_s"], 3), "ours_infer_s": round(ours["infer_s"], 3),
+       "ours_candidates": ours["candidates"], "ours_patterns": ours["patterns"]}
+if "suggest_s" in python:
+    row.update({"python_suggest_flows_s": round(python["suggest_s"], 2),
+                "python_suggestions": python["suggestions"],
+                "ratio": round(python["suggest_s"] / ours["mine_plus_infer_s"], 1)})
+else:
+    row.update({"python": python})
+print(json.dumps(row))
+PY
+done
