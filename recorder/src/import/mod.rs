@@ -129,7 +129,12 @@ pub struct ImportOptions {
     /// The format; `None` detects it from the first bytes and the first record.
     pub format: Option<ImportFormat>,
     /// Hand a batch to the sink once it holds at least this many steps (traces are never split).
+    /// Larger batches make bulk imports faster (fewer commits, fewer part files); memory holds
+    /// about three batches at a time.
     pub batch_steps: usize,
+    /// Also hand a batch over once the input read since its first trace reaches this many bytes,
+    /// so records with large payloads do not make batches (and memory) grow without bound.
+    pub batch_bytes: u64,
     /// The traces' `source`; by default `import:<format>:<file name>`.
     pub source: Option<String>,
     /// Put in front of every imported trace id, to keep ids of different imports apart.
@@ -142,7 +147,8 @@ impl Default for ImportOptions {
     fn default() -> Self {
         Self {
             format: None,
-            batch_steps: 10_000,
+            batch_steps: 50_000,
+            batch_bytes: 32 * 1024 * 1024,
             source: None,
             trace_id_prefix: None,
             max_record_bytes: 256 * 1024 * 1024,
@@ -232,6 +238,10 @@ pub struct ImportReport {
 /// Imports one file. Batches go to `sink` (an error from the sink stops the import and is
 /// returned); `progress` hears about bytes read. Rejected records are listed in the report; the
 /// import itself fails only when the file cannot be read or its format cannot be told.
+///
+/// The file is read and parsed on a helper thread while `sink` and `progress` run on the calling
+/// thread, so parsing the next batch overlaps storing the last one. At most one finished batch
+/// waits between the two, which bounds memory to about three batches.
 pub fn import_path(
     path: &Path,
     options: &ImportOptions,
@@ -248,6 +258,82 @@ pub fn import_path(
         Some(format) => (format, detect::detect_layout(path, format)?),
         None => detect::detect(path)?,
     };
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Handover>(1);
+    std::thread::scope(|scope| {
+        let parser = scope.spawn(move || {
+            let mut send_batch = |batch: ImportBatch| {
+                sender
+                    .send(Handover::Batch(batch))
+                    .map_err(|_| RecorderError::Import {
+                        path: path.to_owned(),
+                        line: 0,
+                        message: "import stopped: the store no longer takes batches".into(),
+                    })
+            };
+            // Progress is advisory: when the caller is busy storing, an update is dropped
+            // rather than holding up parsing.
+            let sender_for_progress = sender.clone();
+            let mut send_progress = |update: ImportProgress| {
+                let _ = sender_for_progress.try_send(Handover::Progress(update));
+            };
+            parse_file(
+                path,
+                options,
+                format,
+                layout,
+                total_bytes,
+                &mut send_batch,
+                &mut send_progress,
+            )
+        });
+        let mut sink_error = None;
+        for handover in &receiver {
+            match handover {
+                Handover::Batch(batch) => {
+                    if let Err(e) = sink(batch) {
+                        sink_error = Some(e);
+                        break;
+                    }
+                }
+                Handover::Progress(update) => progress(update),
+            }
+        }
+        // Dropping the receiver makes the parser's next hand-over fail, which stops it.
+        drop(receiver);
+        let parsed = match parser.join() {
+            Ok(parsed) => parsed,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        if let Some(e) = sink_error {
+            return Err(e);
+        }
+        let report = parsed?;
+        progress(ImportProgress {
+            bytes_read: total_bytes,
+            total_bytes,
+            traces: report.traces,
+            steps: report.steps,
+        });
+        Ok(report)
+    })
+}
+
+/// What the parsing thread hands to the calling thread.
+enum Handover {
+    Batch(ImportBatch),
+    Progress(ImportProgress),
+}
+
+/// Reads and parses the whole file, handing batches to `sink` and progress to `progress`.
+fn parse_file(
+    path: &Path,
+    options: &ImportOptions,
+    format: ImportFormat,
+    layout: records::Layout,
+    total_bytes: u64,
+    sink: &mut dyn FnMut(ImportBatch) -> Result<()>,
+    progress: &mut dyn FnMut(ImportProgress),
+) -> Result<ImportReport> {
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -262,6 +348,8 @@ pub fn import_path(
         source,
         prefix: options.trace_id_prefix.clone().unwrap_or_default(),
         batch_steps: options.batch_steps.max(1),
+        batch_bytes: options.batch_bytes.max(1),
+        batch_started_at: None,
         max_record_bytes: options.max_record_bytes,
         sink,
         progress,
@@ -308,8 +396,6 @@ pub fn import_path(
         }
     }
     out.flush()?;
-    out.bytes_read = out.total_bytes;
-    out.report_progress(true);
     Ok(out.report)
 }
 
@@ -328,6 +414,9 @@ pub(crate) struct Output<'a> {
     source: String,
     prefix: String,
     batch_steps: usize,
+    batch_bytes: u64,
+    /// `bytes_read` when the first trace of the pending batch was emitted.
+    batch_started_at: Option<u64>,
     pub max_record_bytes: usize,
     sink: &'a mut dyn FnMut(ImportBatch) -> Result<()>,
     progress: &'a mut dyn FnMut(ImportProgress),
@@ -374,7 +463,10 @@ impl Output<'_> {
         self.pending_steps += steps.len();
         self.pending.traces.push(trace);
         self.pending.steps.append(&mut steps);
-        if self.pending_steps >= self.batch_steps {
+        let batch_started_at = *self.batch_started_at.get_or_insert(self.bytes_read);
+        if self.pending_steps >= self.batch_steps
+            || self.bytes_read.saturating_sub(batch_started_at) >= self.batch_bytes
+        {
             self.flush()?;
         }
         Ok(())
@@ -394,11 +486,7 @@ impl Output<'_> {
     /// Notes how far the reader got and tells the progress callback every 256 KiB.
     pub fn advance(&mut self, bytes_read: u64) {
         self.bytes_read = bytes_read;
-        self.report_progress(false);
-    }
-
-    fn report_progress(&mut self, force: bool) {
-        if force || self.bytes_read >= self.last_progress + 256 * 1024 {
+        if self.bytes_read >= self.last_progress + 256 * 1024 {
             self.last_progress = self.bytes_read;
             (self.progress)(ImportProgress {
                 bytes_read: self.bytes_read,
@@ -415,6 +503,7 @@ impl Output<'_> {
         }
         let batch = std::mem::take(&mut self.pending);
         self.pending_steps = 0;
+        self.batch_started_at = None;
         (self.sink)(batch)
     }
 }

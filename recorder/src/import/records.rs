@@ -36,8 +36,34 @@ pub(crate) trait Handler {
         value: Value,
     ) -> Result<Result<(), String>>;
 
+    /// Takes one line of a JSON Lines file (not blank, valid UTF-8). The default parses it into
+    /// a `Value` and calls [`Handler::record`]; a handler may read the text more cheaply as long
+    /// as it imports (and rejects) exactly what the default would.
+    fn record_line(
+        &mut self,
+        out: &mut Output<'_>,
+        at: Position,
+        text: &str,
+    ) -> Result<Result<(), String>> {
+        record_parsed_line(self, out, at, text)
+    }
+
     /// Called once after the last record, to hand over what is still held.
     fn finish(&mut self, out: &mut Output<'_>) -> Result<()>;
+}
+
+/// The general way to take one JSON Lines line: parse it into a `Value`, hand that to `record`.
+/// A syntax error rejects the line.
+pub(crate) fn record_parsed_line<H: Handler + ?Sized>(
+    handler: &mut H,
+    out: &mut Output<'_>,
+    at: Position,
+    text: &str,
+) -> Result<Result<(), String>> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => handler.record(out, at, value),
+        Err(e) => Ok(Err(json_error(&e, true))),
+    }
 }
 
 const BUFFER_BYTES: usize = 256 * 1024;
@@ -183,14 +209,7 @@ fn read_lines(out: &mut Output<'_>, handler: &mut dyn Handler) -> Result<()> {
                 continue;
             }
         };
-        let value: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
-            Err(e) => {
-                out.reject(at, json_error(&e, true), excerpt_bytes(&buf));
-                continue;
-            }
-        };
-        if let Err(reason) = handler.record(out, at, value)? {
+        if let Err(reason) = handler.record_line(out, at, text)? {
             out.reject(at, reason, excerpt_bytes(&buf));
         }
     }

@@ -271,6 +271,34 @@ fn metadata_text(metadata: &Map<String, Value>) -> String {
     serde_json::to_string(metadata).unwrap_or_else(|_| "{}".to_owned())
 }
 
+/// A reusable buffer for one JSON column, so writing a row allocates nothing once the buffer has
+/// grown to the largest value. The text is exactly what [`json_text`] and [`metadata_text`] give.
+#[derive(Default)]
+struct JsonBuffer(Vec<u8>);
+
+impl JsonBuffer {
+    fn value(&mut self, value: &Value) -> &str {
+        self.0.clear();
+        // Writing a `Value` to memory cannot fail (see `json_text`).
+        let _ = serde_json::to_writer(&mut self.0, value);
+        self.text()
+    }
+
+    fn metadata(&mut self, metadata: &Map<String, Value>) -> &str {
+        self.0.clear();
+        if metadata.is_empty() || serde_json::to_writer(&mut self.0, metadata).is_err() {
+            self.0.clear();
+            self.0.extend_from_slice(b"{}");
+        }
+        self.text()
+    }
+
+    fn text(&self) -> &str {
+        // serde_json writes UTF-8; the check is a cheap pass that never fails.
+        std::str::from_utf8(&self.0).unwrap_or("null")
+    }
+}
+
 /// Per-trace counter changes of one append.
 #[derive(Default)]
 struct CounterDelta {
@@ -307,8 +335,12 @@ impl SqliteStore {
         let _mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
             .map_err(sql_err)?;
-        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
-            .map_err(sql_err)?;
+        // A 64 MiB page cache (the default is 2 MiB) keeps the index pages a large append
+        // touches in memory instead of spilling and re-reading them mid-transaction.
+        conn.execute_batch(
+            "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA cache_size = -65536;",
+        )
+        .map_err(sql_err)?;
         conn.set_prepared_statement_cache_capacity(64);
         let mut store = Self {
             path: path.to_path_buf(),
@@ -586,6 +618,9 @@ impl TraceStore for SqliteStore {
                 )
                 .map_err(sql_err)?;
             let mut deltas: HashMap<i64, CounterDelta> = HashMap::new();
+            let mut inputs_text = JsonBuffer::default();
+            let mut outputs_text = JsonBuffer::default();
+            let mut metadata_buffer = JsonBuffer::default();
             for step in steps {
                 let key = match trace_keys.get(step.trace_id.as_str()) {
                     Some(key) => *key,
@@ -631,15 +666,15 @@ impl TraceStore for SqliteStore {
                         step.step_index,
                         step.call_id,
                         tool_id,
-                        json_text(&step.inputs),
-                        step.outputs.as_ref().map(json_text),
+                        inputs_text.value(&step.inputs),
+                        step.outputs.as_ref().map(|v| outputs_text.value(v)),
                         step.error_type,
                         step.error_message,
                         step.started_at.as_ref().and_then(timestamp_nanos),
                         step.ended_at.as_ref().and_then(timestamp_nanos),
                         step.duration_ms,
                         step.recorded_at.as_ref().and_then(timestamp_nanos),
-                        metadata_text(&step.metadata),
+                        metadata_buffer.metadata(&step.metadata),
                         is_error,
                     ])
                     .map_err(sql_err)?;

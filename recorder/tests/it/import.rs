@@ -557,6 +557,96 @@ fn sink_errors_stop_the_import() {
     assert_eq!(calls, 1);
 }
 
+/// `n` chainweaver-traces lines, each a trace of two steps with a payload of `payload` bytes.
+fn traces_lines(n: usize, payload: usize) -> String {
+    let mut text = String::new();
+    for i in 0..n {
+        let trace = json!({
+            "trace": {"trace_id": format!("t{i}"), "source": "test"},
+            "steps": [
+                {"trace_id": format!("t{i}"), "step_index": 0, "tool_name": "a",
+                 "inputs": {"blob": "x".repeat(payload), "n": "NUMBER"}, "duration_ms": 2.5},
+                {"trace_id": format!("t{i}"), "step_index": 1, "tool_name": "b",
+                 "inputs": {}, "outputs": {"ok": true}},
+            ],
+        });
+        // `json!` cannot write `1.50`; put the number text in by hand.
+        text.push_str(&trace.to_string().replace(r#""NUMBER""#, "1.50"));
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn batches_close_on_input_bytes_as_well_as_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "big.jsonl", traces_lines(40, 1_000).as_bytes());
+    let options = ImportOptions {
+        batch_steps: 1_000_000,
+        batch_bytes: 5_000,
+        ..ImportOptions::default()
+    };
+    let imported = import_with(&path, &options).unwrap();
+    assert_eq!(imported.report.steps, 80);
+    assert!(imported.report.rejects.is_empty());
+    // Each line is about 1.2 kB: a batch closes after about five traces.
+    assert!(
+        imported.batches.len() >= 6,
+        "{} batches",
+        imported.batches.len()
+    );
+    for batch in &imported.batches {
+        assert!(batch.traces.len() <= 6, "{} traces", batch.traces.len());
+    }
+    // Traces arrive in file order across batches, payload numbers as written.
+    let ids: Vec<String> = imported
+        .traces()
+        .iter()
+        .map(|t| t.trace_id.clone())
+        .collect();
+    let expected: Vec<String> = (0..40).map(|i| format!("t{i}")).collect();
+    assert_eq!(ids, expected);
+    assert_eq!(
+        imported.steps()[0].inputs["n"].to_string(),
+        "1.50",
+        "number text kept"
+    );
+    // The last progress report covers the whole file and every step.
+    let last = imported.progress.last().unwrap();
+    assert_eq!(last.bytes_read, last.total_bytes);
+    assert_eq!(last.steps, 80);
+}
+
+#[test]
+fn a_sink_error_mid_file_stops_the_parser_and_is_returned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "many.jsonl", traces_lines(2_000, 10).as_bytes());
+    let options = ImportOptions {
+        batch_steps: 100,
+        ..ImportOptions::default()
+    };
+    let mut calls = 0;
+    let err = import_path(
+        &path,
+        &options,
+        &mut |batch| {
+            calls += 1;
+            assert_eq!(batch.steps.len(), 100);
+            if calls == 3 {
+                return Err(RecorderError::WriterGone("disk full".to_owned()));
+            }
+            Ok(())
+        },
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, RecorderError::WriterGone(m) if m == "disk full"),
+        "{err}"
+    );
+    assert_eq!(calls, 3, "no batch is handed over after the sink failed");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bad input
 // ---------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray,
+    Array, ArrayRef, BooleanArray, Float64Array, RecordBatch, StringArray, StringBuilder,
     TimestampNanosecondArray, UInt32Array, UInt64Array,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
@@ -78,6 +78,40 @@ fn metadata_text(metadata: &Map<String, Value>) -> String {
     serde_json::to_string(metadata).unwrap_or_else(|_| "{}".to_owned())
 }
 
+/// A string column of compact JSON text (`None` is a null), written through one reused buffer:
+/// the same text as `Value::to_string`, without a `String` per row.
+fn json_column<'a>(values: impl ExactSizeIterator<Item = Option<&'a Value>>) -> ArrayRef {
+    let mut builder = StringBuilder::with_capacity(values.len(), values.len() * 64);
+    let mut buffer = Vec::new();
+    for value in values {
+        match value {
+            Some(value) => {
+                buffer.clear();
+                // Writing a `Value` to memory cannot fail; serde_json writes UTF-8.
+                let _ = serde_json::to_writer(&mut buffer, value);
+                builder.append_value(std::str::from_utf8(&buffer).unwrap_or("null"));
+            }
+            None => builder.append_null(),
+        }
+    }
+    Arc::new(builder.finish())
+}
+
+/// A metadata column: the text [`metadata_text`] gives, without a `String` per row.
+fn metadata_column<'a>(maps: impl ExactSizeIterator<Item = &'a Map<String, Value>>) -> ArrayRef {
+    let mut builder = StringBuilder::with_capacity(maps.len(), maps.len() * 2);
+    let mut buffer = Vec::new();
+    for map in maps {
+        buffer.clear();
+        if map.is_empty() || serde_json::to_writer(&mut buffer, map).is_err() {
+            builder.append_value("{}");
+        } else {
+            builder.append_value(std::str::from_utf8(&buffer).unwrap_or("{}"));
+        }
+    }
+    Arc::new(builder.finish())
+}
+
 fn batch_error(path: &Path, error: arrow::error::ArrowError) -> RecorderError {
     RecorderError::Parquet {
         path: path.to_path_buf(),
@@ -144,13 +178,8 @@ pub(super) fn step_batch(
         Arc::new(StringArray::from_iter_values(
             rows.iter().map(|(_, s)| s.tool_name.as_str()),
         )),
-        Arc::new(StringArray::from_iter_values(
-            rows.iter().map(|(_, s)| s.inputs.to_string()),
-        )),
-        Arc::new(StringArray::from_iter(
-            rows.iter()
-                .map(|(_, s)| s.outputs.as_ref().map(Value::to_string)),
-        )),
+        json_column(rows.iter().map(|(_, s)| Some(&s.inputs))),
+        json_column(rows.iter().map(|(_, s)| s.outputs.as_ref())),
         Arc::new(StringArray::from_iter(
             rows.iter().map(|(_, s)| s.error_type.as_deref()),
         )),
@@ -163,9 +192,7 @@ pub(super) fn step_batch(
             rows.iter().map(|(_, s)| s.duration_ms),
         )),
         timestamps(rows.iter().map(|(_, s)| nanos(&s.recorded_at)).collect()),
-        Arc::new(StringArray::from_iter_values(
-            rows.iter().map(|(_, s)| metadata_text(&s.metadata)),
-        )),
+        metadata_column(rows.iter().map(|(_, s)| &s.metadata)),
         Arc::new(BooleanArray::from_iter(
             rows.iter().map(|(_, s)| Some(s.is_error())),
         )),
