@@ -15,6 +15,7 @@ use chainweaver_recorder::model::flow::FlowDefinition;
 use crate::error::{Error, Result};
 use crate::executor::{ExecutionResult, FlowExecutor, RunOptions, StepRecord};
 use crate::flow::mapping::escape_token;
+use crate::tool::JsonObject;
 
 /// How a replay treats the new run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,18 +86,7 @@ pub fn diff_values(
     out: &mut Vec<StepDiff>,
 ) {
     match (expected, actual) {
-        (Some(Value::Object(a)), Some(Value::Object(b))) => {
-            for (key, value) in a {
-                let pointer = format!("{prefix}/{}", escape_token(key));
-                diff_values(step, &pointer, Some(value), b.get(key), out);
-            }
-            for (key, value) in b {
-                if !a.contains_key(key) {
-                    let pointer = format!("{prefix}/{}", escape_token(key));
-                    diff_values(step, &pointer, None, Some(value), out);
-                }
-            }
-        }
+        (Some(Value::Object(a)), Some(Value::Object(b))) => diff_objects(step, prefix, a, b, out),
         (Some(Value::Array(a)), Some(Value::Array(b))) => {
             for i in 0..a.len().max(b.len()) {
                 diff_values(step, &format!("{prefix}/{i}"), a.get(i), b.get(i), out);
@@ -109,6 +99,26 @@ pub fn diff_values(
             expected: a.cloned(),
             actual: b.cloned(),
         }),
+    }
+}
+
+/// [`diff_values`] for two objects, borrowed as they are (no `Value` wrapper to build).
+pub fn diff_objects(
+    step: Option<usize>,
+    prefix: &str,
+    expected: &JsonObject,
+    actual: &JsonObject,
+    out: &mut Vec<StepDiff>,
+) {
+    for (key, value) in expected {
+        let pointer = format!("{prefix}/{}", escape_token(key));
+        diff_values(step, &pointer, Some(value), actual.get(key), out);
+    }
+    for (key, value) in actual {
+        if !expected.contains_key(key) {
+            let pointer = format!("{prefix}/{}", escape_token(key));
+            diff_values(step, &pointer, None, Some(value), out);
+        }
     }
 }
 
@@ -164,7 +174,7 @@ pub fn diff_results(recorded: &ExecutionResult, replayed: &ExecutionResult) -> V
             }),
         }
     }
-    let to_value = |o: &Option<crate::tool::JsonObject>| o.clone().map(Value::Object);
+    let to_value = |o: &Option<JsonObject>| o.clone().map(Value::Object);
     diff_values(
         None,
         "/final_output",

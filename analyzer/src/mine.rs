@@ -238,24 +238,7 @@ impl ChainAnalyzer {
         // With a sample, tools are profiled over the calls it reads (as the streaming path
         // does), so inference costs the same however large the traffic.
         let sampled = chosen.iter().any(|c| c.sampled);
-        let mut candidates = Vec::new();
-        let mut skipped = Vec::new();
-        let built = build_candidates_profiled(
-            traces,
-            &chosen.iter().map(|c| c.sample.clone()).collect::<Vec<_>>(),
-            &config.candidate,
-            sampled,
-        );
-        for (chosen, built) in chosen.iter().zip(built) {
-            match built {
-                Ok(mut candidate) => {
-                    chosen.correct_evidence(&mut candidate, &days);
-                    candidates.push(candidate);
-                }
-                Err(err) => skipped.push((chosen.sample.tools.clone(), err.to_string())),
-            }
-        }
-        sort_candidates(&mut candidates);
+        let (candidates, skipped) = build_chosen(traces, &chosen, &days, config, sampled);
         Ok(MineOutcome {
             traces: traces.len(),
             steps: db.num_steps(),
@@ -347,24 +330,7 @@ impl ChainAnalyzer {
                 occurrence.trace = needed.partition_point(|&t| t < occurrence.trace);
             }
         }
-        let mut candidates = Vec::new();
-        let mut skipped = Vec::new();
-        let built = build_candidates_profiled(
-            &loaded,
-            &chosen.iter().map(|c| c.sample.clone()).collect::<Vec<_>>(),
-            &config.candidate,
-            true,
-        );
-        for (chosen, built) in chosen.iter().zip(built) {
-            match built {
-                Ok(mut candidate) => {
-                    chosen.correct_evidence(&mut candidate, &days);
-                    candidates.push(candidate);
-                }
-                Err(err) => skipped.push((chosen.sample.tools.clone(), err.to_string())),
-            }
-        }
-        sort_candidates(&mut candidates);
+        let (candidates, skipped) = build_chosen(&loaded, &chosen, &days, config, true);
         Ok(MineOutcome {
             traces: db.len(),
             steps: db.num_steps(),
@@ -487,6 +453,36 @@ impl ChainAnalyzer {
 }
 
 /// A pattern that becomes a candidate: the occurrences inference reads and the full figures.
+/// Candidates for the chosen patterns, ranked, their evidence corrected to the full counts
+/// where inference read a sample; the patterns that could not become one, with why.
+fn build_chosen(
+    traces: &[TraceWithSteps],
+    chosen: &[ChosenPattern],
+    days: &TraceDays,
+    config: &MineConfig,
+    profile_occurrences_only: bool,
+) -> (Vec<Candidate>, Vec<(Vec<String>, String)>) {
+    let mut candidates = Vec::new();
+    let mut skipped = Vec::new();
+    let built = build_candidates_profiled(
+        traces,
+        &chosen.iter().map(|c| c.sample.clone()).collect::<Vec<_>>(),
+        &config.candidate,
+        profile_occurrences_only,
+    );
+    for (chosen, built) in chosen.iter().zip(built) {
+        match built {
+            Ok(mut candidate) => {
+                chosen.correct_evidence(&mut candidate, days);
+                candidates.push(candidate);
+            }
+            Err(err) => skipped.push((chosen.sample.tools.clone(), err.to_string())),
+        }
+    }
+    sort_candidates(&mut candidates);
+    (candidates, skipped)
+}
+
 struct ChosenPattern {
     sample: Pattern,
     /// True when `sample` holds fewer occurrences than the pattern has.
@@ -565,7 +561,8 @@ fn sample_evenly(all: Vec<Occurrence>, cap: usize) -> Vec<Occurrence> {
     picked
 }
 
-fn sort_candidates(candidates: &mut [Candidate]) {
+/// Best first: highest score, ties by id (the order `analyze` returns candidates in).
+pub fn sort_candidates(candidates: &mut [Candidate]) {
     candidates.sort_by(|a, b| {
         b.evidence
             .score

@@ -6,19 +6,17 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use chainweaver::verify::{HeldOut, Split, Verifier};
-use chainweaver_analyzer::mine::MineOutcome;
+use chainweaver_analyzer::mine::{MineOutcome, sort_candidates};
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{Candidate, Verdict, VerdictStatus};
 use chainweaver_recorder::store::TraceStore;
 use serde::Serialize;
 
 use super::import::{ImportArgs, Summary, import_files};
-use super::mine::{
-    MineArgs, VERDICT_KIND, load_traces, mine_and_store, mine_traces, store_outcome,
-};
+use super::mine::{MineArgs, load_traces, mine_and_store, mine_traces, store_outcome};
 use super::output::{Table, emit};
 use super::store::open;
-use super::verify::{Checked, VerifyFlags, status_word, verify_and_store};
+use super::verify::{Checked, VerifyFlags, store_verdict, verify_and_store};
 use super::{Global, exit};
 
 /// Import agent logs, mine the tool sequences they repeat on most of the traces, replay every
@@ -211,28 +209,14 @@ fn cross_validate(
     let Some(mut outcome) = union else {
         anyhow::bail!("no folds were mined");
     };
-    outcome.candidates.sort_by(|a, b| {
-        b.evidence
-            .score
-            .total_cmp(&a.evidence.score)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    sort_candidates(&mut outcome.candidates);
     store_outcome(store, &outcome)?;
     let mut checked = Vec::new();
     for candidate in &outcome.candidates {
         if let Some((mut verdict, found_in)) = merged.remove(&candidate.id) {
             chainweaver::verify::decide(&mut verdict, candidate);
             verdict.reason = format!("{} (over {found_in} of {folds} folds)", verdict.reason);
-            store.put_document(
-                VERDICT_KIND,
-                &candidate.id,
-                &serde_json::to_value(&verdict)?,
-            )?;
-            checked.push(Checked {
-                candidate: candidate.id.clone(),
-                verdict: Some(verdict),
-                error: None,
-            });
+            checked.push(store_verdict(store, verdict)?);
         } else {
             checked.push(Checked {
                 candidate: candidate.id.clone(),
@@ -244,13 +228,9 @@ fn cross_validate(
     Ok((outcome, checked))
 }
 
-fn status_rank(verdict: Option<&Verdict>) -> u8 {
-    match verdict.map(|v| v.status) {
-        Some(VerdictStatus::Verified) => 0,
-        Some(VerdictStatus::Partial) => 1,
-        Some(VerdictStatus::Rejected) => 2,
-        None => 3,
-    }
+/// Verified first, then partial, rejected, and candidates without a verdict last.
+fn status_rank(verdict: Option<&Verdict>) -> (bool, Option<VerdictStatus>) {
+    (verdict.is_none(), verdict.map(|v| v.status))
 }
 
 fn ranked<'a>(candidates: &'a [Candidate], checked: &'a [Checked]) -> Vec<ReportEntry<'a>> {
@@ -325,7 +305,7 @@ fn report_text(outcome: &AnalyzeOutcome<'_>) -> String {
             (rank + 1).to_string(),
             entry.candidate.tools.join(" -> "),
             match (entry.verdict, entry.error) {
-                (Some(v), _) => status_word(v.status).into(),
+                (Some(v), _) => v.status.as_str().into(),
                 (None, Some(_)) => "error".into(),
                 (None, None) => "-".into(),
             },
@@ -398,9 +378,7 @@ fn markdown(
             "| {} | `{}` | {} | {} | {} | {} | {} | {} | {:.1} |",
             rank + 1,
             entry.candidate.tools.join(" -> "),
-            entry
-                .verdict
-                .map_or("not verified", |v| status_word(v.status)),
+            entry.verdict.map_or("not verified", |v| v.status.as_str()),
             entry.verdict.map_or(String::new(), |v| format!(
                 "{}/{}",
                 v.exact_matches, v.occurrences_replayed
@@ -432,7 +410,7 @@ fn markdown(
                 let _ = writeln!(
                     md,
                     "**Verdict: {}** ({} replay): {}.\n",
-                    status_word(v.status),
+                    v.status.as_str(),
                     v.mode,
                     v.reason
                 );

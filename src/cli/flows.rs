@@ -14,7 +14,7 @@ use chainweaver_recorder::model::candidate::{CandidateStatus, VerdictStatus};
 use super::mine::{CANDIDATE_KIND, find_candidate};
 use super::run::{lib_failure, load_tools, open_registry};
 use super::store::open_existing;
-use super::verify::{check_promotable, status_word};
+use super::verify::check_promotable;
 use super::{Failure, Global, OutputFormat, exit};
 
 /// Validate, list, show and register flows.
@@ -273,7 +273,7 @@ pub fn run(args: FlowsArgs, global: &Global) -> anyhow::Result<u8> {
             let evidence = verdict.as_ref().map(|v| {
                 format!(
                     "{}: {}/{} held-out replays exact",
-                    status_word(v.status),
+                    v.status.as_str(),
                     v.exact_matches,
                     v.occurrences_replayed
                 )

@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::Context;
 use chainweaver::verify::Split;
-use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig, MineOutcome, PatternSummary};
+use chainweaver_analyzer::mine::{
+    ChainAnalyzer, MineConfig, MineOutcome, PatternSummary, sort_candidates,
+};
 use chainweaver_analyzer::spm::{self, ContiguousOptions, GappedOptions, SequenceDb};
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::Candidate;
@@ -344,12 +346,7 @@ pub fn stored_candidates(store: &dyn TraceStore) -> anyhow::Result<Vec<Candidate
             .with_context(|| format!("stored candidate `{key}` cannot be read"))?;
         candidates.push(candidate);
     }
-    candidates.sort_by(|a, b| {
-        b.evidence
-            .score
-            .total_cmp(&a.evidence.score)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    sort_candidates(&mut candidates);
     Ok(candidates)
 }
 

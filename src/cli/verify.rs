@@ -181,16 +181,7 @@ pub fn verify_and_store(
                         verdict.reason
                     );
                 }
-                store.put_document(
-                    VERDICT_KIND,
-                    &candidate.id,
-                    &serde_json::to_value(&verdict)?,
-                )?;
-                checked.push(Checked {
-                    candidate: candidate.id.clone(),
-                    verdict: Some(verdict),
-                    error: None,
-                });
+                checked.push(store_verdict(store, verdict)?);
             }
             Err(err) => checked.push(Checked {
                 candidate: candidate.id.clone(),
@@ -200,6 +191,20 @@ pub fn verify_and_store(
         }
     }
     Ok(checked)
+}
+
+/// Store a verdict (one write, under its candidate's id) and report it.
+pub fn store_verdict(store: &mut dyn TraceStore, verdict: Verdict) -> anyhow::Result<Checked> {
+    store.put_document(
+        VERDICT_KIND,
+        &verdict.candidate_id,
+        &serde_json::to_value(&verdict)?,
+    )?;
+    Ok(Checked {
+        candidate: verdict.candidate_id.clone(),
+        verdict: Some(verdict),
+        error: None,
+    })
 }
 
 /// The table `verify` and `analyze` print, one row a candidate.
@@ -217,7 +222,7 @@ pub fn checked_table(checked: &[Checked]) -> String {
         match (&entry.verdict, &entry.error) {
             (Some(v), _) => table.row(vec![
                 entry.candidate.clone(),
-                status_word(v.status).into(),
+                v.status.as_str().into(),
                 format!("{}/{}", v.exact_matches, v.occurrences_replayed),
                 v.failures.binding_wrong.to_string(),
                 v.failures.tool_output_changed.to_string(),
@@ -242,14 +247,6 @@ pub fn checked_table(checked: &[Checked]) -> String {
     let mut text = table.render();
     text.push_str(&errors);
     text
-}
-
-pub fn status_word(status: VerdictStatus) -> &'static str {
-    match status {
-        VerdictStatus::Verified => "verified",
-        VerdictStatus::Partial => "partial",
-        VerdictStatus::Rejected => "rejected",
-    }
 }
 
 pub fn run_verify(args: VerifyArgs, global: &Global) -> anyhow::Result<u8> {
@@ -324,20 +321,12 @@ pub fn stored_verdicts(store: &dyn TraceStore) -> anyhow::Result<Vec<Verdict>> {
         verdicts.push(verdict);
     }
     verdicts.sort_by(|a, b| {
-        rank(a.status)
-            .cmp(&rank(b.status))
+        a.status
+            .cmp(&b.status)
             .then(b.exact_rate.total_cmp(&a.exact_rate))
             .then_with(|| a.candidate_id.cmp(&b.candidate_id))
     });
     Ok(verdicts)
-}
-
-fn rank(status: VerdictStatus) -> u8 {
-    match status {
-        VerdictStatus::Verified => 0,
-        VerdictStatus::Partial => 1,
-        VerdictStatus::Rejected => 2,
-    }
 }
 
 pub fn run_verdicts(command: VerdictsCommand, global: &Global) -> anyhow::Result<u8> {
@@ -353,7 +342,7 @@ pub fn run_verdicts(command: VerdictsCommand, global: &Global) -> anyhow::Result
                 for v in &verdicts {
                     table.row(vec![
                         v.candidate_id.clone(),
-                        status_word(v.status).into(),
+                        v.status.as_str().into(),
                         format!("{}/{}", v.exact_matches, v.occurrences_replayed),
                         v.mode.clone(),
                         v.reason.clone(),
@@ -386,7 +375,7 @@ fn verdict_text(v: &Verdict) -> String {
     let mut text = format!(
         "verdict for {}: {}\n  {}\n  {} held-out occurrences found in {} traces, {} replayed ({}), {} exact\n  failures: {} binding wrong, {} tool output changed, {} tool failed\n",
         v.candidate_id,
-        status_word(v.status),
+        v.status.as_str(),
         v.reason,
         v.occurrences_found,
         v.holdout_traces,
@@ -436,7 +425,7 @@ pub fn check_promotable(
     if !verified && !force {
         let state = match &verdict {
             None => "has no verdict".to_string(),
-            Some(v) => format!("is {} ({})", status_word(v.status), v.reason),
+            Some(v) => format!("is {} ({})", v.status.as_str(), v.reason),
         };
         return Err(Failure {
             code: exit::FAILED,

@@ -60,8 +60,8 @@ impl Drop for OwnedRuntime {
     }
 }
 
-/// Flow name and version -> the input schema and its compiled validator.
-type ValidatorCache = HashMap<(String, String), (Value, Arc<jsonschema::Validator>)>;
+/// Flow name -> the version and input schema last validated, and its compiled validator.
+type ValidatorCache = HashMap<String, (String, Value, Arc<jsonschema::Validator>)>;
 
 /// Runs flows. Cheap to clone: clones share tools, flows, cache, checkpoints and runtime.
 #[derive(Clone)]
@@ -72,7 +72,7 @@ pub struct FlowExecutor {
     checkpoints: Option<Arc<dyn CheckpointSink>>,
     ids: Arc<IdGenerator>,
     runtime: Arc<OnceLock<OwnedRuntime>>,
-    /// Compiled flow input schemas by flow name and version, with the schema they came from:
+    /// Compiled flow input schemas by flow name, with the version and schema they came from:
     /// compiling a schema costs more than running a short flow.
     input_validators: Arc<Mutex<ValidatorCache>>,
 }
@@ -834,12 +834,12 @@ impl FlowExecutor {
         schema: &Value,
         input: &JsonObject,
     ) -> Result<()> {
-        let key = (flow.name().to_string(), flow.version().to_string());
+        // Looked up by name without allocating; a hit must match version and schema.
         let cached = self.input_validators.lock().ok().and_then(|cache| {
             cache
-                .get(&key)
-                .filter(|(source, _)| source == schema)
-                .map(|(_, validator)| Arc::clone(validator))
+                .get(flow.name())
+                .filter(|(version, source, _)| version == flow.version() && source == schema)
+                .map(|(_, _, validator)| Arc::clone(validator))
         });
         let validator = match cached {
             Some(validator) => validator,
@@ -852,7 +852,14 @@ impl FlowExecutor {
                     }
                 })?);
                 if let Ok(mut cache) = self.input_validators.lock() {
-                    cache.insert(key, (schema.clone(), Arc::clone(&compiled)));
+                    cache.insert(
+                        flow.name().to_string(),
+                        (
+                            flow.version().to_string(),
+                            schema.clone(),
+                            Arc::clone(&compiled),
+                        ),
+                    );
                 }
                 compiled
             }

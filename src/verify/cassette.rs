@@ -17,7 +17,6 @@ use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::flow::mapping::escape_token;
 use crate::replay::{StepDiff, diff_values};
 use crate::tool::{JsonObject, Tool, ToolFailure, ToolRegistry, any_object_schema, canonical_json};
 
@@ -463,11 +462,6 @@ impl Cassette {
         }
         Ok(registry)
     }
-}
-
-/// The JSON pointer of a key inside an object, for messages.
-pub fn key_pointer(key: &str) -> String {
-    format!("/{}", escape_token(key))
 }
 
 #[cfg(test)]

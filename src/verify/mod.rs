@@ -48,7 +48,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::executor::{ExecutionResult, FlowExecutor, RunOptions};
-use crate::replay::{StepDiff, diff_values};
+use crate::replay::{StepDiff, diff_objects};
 use crate::tool::{JsonObject, ToolRegistry};
 
 /// Where replayed tools come from.
@@ -279,11 +279,10 @@ pub enum OccurrenceOutcome {
     },
 }
 
-/// Compare a replay with the occurrence it replayed. `tools[s]` is step `s`'s tool.
+/// Compare a replay with the occurrence it replayed (`recorded`: the agent's steps, in order).
 pub fn compare_replay(
     result: &ExecutionResult,
     recorded: &[&ObservedStep],
-    flow_input: &JsonObject,
     ignore: &IgnorePaths,
 ) -> OccurrenceOutcome {
     if let Some(rejected) = result
@@ -297,7 +296,7 @@ pub fn compare_replay(
             diffs: vec![StepDiff {
                 step: Some(0),
                 pointer: String::new(),
-                expected: Some(Value::Object(flow_input.clone())),
+                expected: result.initial_input.clone().map(Value::Object),
                 actual: rejected
                     .error_message
                     .clone()
@@ -305,93 +304,94 @@ pub fn compare_replay(
             }],
         };
     }
+    let empty = JsonObject::new();
     for (s, expected) in recorded.iter().enumerate() {
         let tool = expected.tool_name.as_str();
+        let one = |mode, pointer: &str, expected: Option<Value>, actual: Option<Value>| {
+            OccurrenceOutcome::Differs {
+                step: s,
+                mode,
+                diffs: vec![StepDiff {
+                    step: Some(s),
+                    pointer: pointer.into(),
+                    expected,
+                    actual,
+                }],
+            }
+        };
         let Some(record) = result
             .execution_log
             .iter()
             .find(|r| usize::try_from(r.step_index).is_ok_and(|i| i == s))
         else {
-            return OccurrenceOutcome::Differs {
-                step: s,
-                mode: FailureMode::ToolFailed,
-                diffs: vec![StepDiff {
-                    step: Some(s),
-                    pointer: String::new(),
-                    expected: Some(Value::String(format!("a call of `{tool}`"))),
-                    actual: None,
-                }],
-            };
+            let call = Value::String(format!("a call of `{tool}`"));
+            return one(FailureMode::ToolFailed, "", Some(call), None);
         };
+        // Compared as borrowed; ignored fields are dropped from the differences (the same as
+        // removing them from both sides first, without copying either).
         let mut diffs = Vec::new();
-        let expected_input = ignore.strip(tool, &expected.inputs);
-        let actual_input = ignore.strip(tool, &Value::Object(record.inputs.clone()));
-        diff_values(
-            Some(s),
-            "/inputs",
-            Some(&expected_input),
-            Some(&actual_input),
-            &mut diffs,
-        );
-        if !diffs.is_empty() {
-            return OccurrenceOutcome::Differs {
-                step: s,
-                mode: FailureMode::BindingWrong,
-                diffs,
-            };
+        match &expected.inputs {
+            Value::Object(sent) => diff_objects(Some(s), "", sent, &record.inputs, &mut diffs),
+            other => diffs.push(StepDiff {
+                step: Some(s),
+                pointer: String::new(),
+                expected: Some(other.clone()),
+                actual: Some(Value::Object(record.inputs.clone())),
+            }),
+        }
+        if let Some(outcome) = differs(s, FailureMode::BindingWrong, "/inputs", diffs, tool, ignore)
+        {
+            return outcome;
         }
         match (expected.is_error(), record.success) {
             (true, false) => return OccurrenceOutcome::Exact,
             (false, false) => {
-                return OccurrenceOutcome::Differs {
-                    step: s,
-                    mode: FailureMode::ToolFailed,
-                    diffs: vec![StepDiff {
-                        step: Some(s),
-                        pointer: "/error_message".into(),
-                        expected: None,
-                        actual: record.error_message.clone().map(Value::String),
-                    }],
-                };
+                let message = record.error_message.clone().map(Value::String);
+                return one(FailureMode::ToolFailed, "/error_message", None, message);
             }
             (true, true) => {
-                return OccurrenceOutcome::Differs {
-                    step: s,
-                    mode: FailureMode::ToolFailed,
-                    diffs: vec![StepDiff {
-                        step: Some(s),
-                        pointer: "/success".into(),
-                        expected: Some(Value::Bool(false)),
-                        actual: Some(Value::Bool(true)),
-                    }],
-                };
+                let (was, is) = (Some(Value::Bool(false)), Some(Value::Bool(true)));
+                return one(FailureMode::ToolFailed, "/success", was, is);
             }
             (false, true) => {}
         }
         let expected_output =
             cassette::normalized_output(expected.outputs.as_ref().unwrap_or(&Value::Null));
-        let actual_output = record.outputs.clone().unwrap_or_default();
-        let mut output_diffs = Vec::new();
-        diff_values(
-            Some(s),
-            "",
-            Some(&Value::Object(expected_output)),
-            Some(&Value::Object(actual_output)),
-            &mut output_diffs,
-        );
-        output_diffs.retain(|d| !ignore.ignores(tool, &d.pointer));
-        if !output_diffs.is_empty() {
-            for diff in &mut output_diffs {
-                diff.pointer = format!("/outputs{}", diff.pointer);
-            }
-            return OccurrenceOutcome::Differs {
-                step: s,
-                mode: FailureMode::ToolOutputChanged,
-                diffs: output_diffs,
-            };
+        let actual_output = record.outputs.as_ref().unwrap_or(&empty);
+        let mut diffs = Vec::new();
+        diff_objects(Some(s), "", &expected_output, actual_output, &mut diffs);
+        if let Some(outcome) = differs(
+            s,
+            FailureMode::ToolOutputChanged,
+            "/outputs",
+            diffs,
+            tool,
+            ignore,
+        ) {
+            return outcome;
         }
     }
     OccurrenceOutcome::Exact
+}
+
+/// The differences of one side of a step that are not ignored, under `prefix`, as an outcome
+/// (`None`: nothing left, the side matched).
+fn differs(
+    step: usize,
+    mode: FailureMode,
+    prefix: &str,
+    mut diffs: Vec<StepDiff>,
+    tool: &str,
+    ignore: &IgnorePaths,
+) -> Option<OccurrenceOutcome> {
+    diffs.retain(|d| !ignore.ignores(tool, &d.pointer));
+    if diffs.is_empty() {
+        return None;
+    }
+    for diff in &mut diffs {
+        diff.pointer = format!("{prefix}{}", diff.pointer);
+    }
+    Some(OccurrenceOutcome::Differs { step, mode, diffs })
 }
 
 /// Replays candidates against held-out traces.
@@ -466,17 +466,15 @@ impl Verifier {
             .iter()
             .map(|r| r.trace_id.as_str())
             .collect();
-        let exclude_traces: HashSet<&str> = held_out
-            .traces
+        let mined_here = mined
             .iter()
-            .map(|t| t.trace.trace_id.as_str())
-            .filter(|id| mined.contains(id))
-            .collect();
+            .filter(|id| held_out.ids.contains_key(*id))
+            .count();
         let found = find_occurrences(
             held_out,
             &candidate.tools,
             candidate.gapped.then_some(self.options.max_gap),
-            &exclude_traces,
+            &mined,
             usize::MAX,
         );
         let ignore = self.source.ignore();
@@ -490,7 +488,7 @@ impl Verifier {
             mode: self.source.mode().to_string(),
             reason: String::new(),
             thresholds: Some(self.options.thresholds),
-            holdout_traces: held_out.len() - exclude_traces.len(),
+            holdout_traces: held_out.len() - mined_here,
             occurrences_found: found.len(),
             verified_at: Some(chrono::Utc::now().to_rfc3339()),
             diffs: Vec::new(),
@@ -507,7 +505,7 @@ impl Verifier {
             }
             let input = flow_inputs(&candidate.flow, &steps);
             let result = executor
-                .execute(&candidate.flow, input.clone(), &options)
+                .execute(&candidate.flow, input, &options)
                 .map_err(|err| Error::Verify {
                     candidate: candidate.id.clone(),
                     message: format!(
@@ -516,7 +514,7 @@ impl Verifier {
                     ),
                 })?;
             verdict.occurrences_replayed += 1;
-            match compare_replay(&result, &steps, &input, ignore) {
+            match compare_replay(&result, &steps, ignore) {
                 OccurrenceOutcome::Exact => verdict.exact_matches += 1,
                 OccurrenceOutcome::Differs { step, mode, diffs } => {
                     verdict.failures.add(mode);

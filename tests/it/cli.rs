@@ -1,20 +1,11 @@
 //! The `chainweaver` binary end to end: real processes, real stores, real files.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
-use crate::shared_datasets;
-
-fn chainweaver(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_chainweaver"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("CHAINWEAVER_STORE")
-        .output()
-        .expect("the chainweaver binary runs")
-}
+use crate::{chainweaver, shared_datasets};
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

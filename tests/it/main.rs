@@ -8,7 +8,18 @@ mod executor;
 mod tui;
 mod verify;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Run the `chainweaver` binary in `dir` with the default store (`chainweaver.db` there).
+pub fn chainweaver(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CHAINWEAVER_STORE")
+        .output()
+        .expect("the chainweaver binary runs")
+}
 
 /// The shared real-trace datasets, `../shared/datasets` beside the workspace root (or
 /// `CHAINWEAVER_DATASETS`). `None` skips a test on a developer machine without them; under CI

@@ -4,7 +4,6 @@
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Arc;
 
 use chainweaver::tool::command::parse_manifest;
@@ -19,7 +18,7 @@ use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use chainweaver_recorder::synth::{Generator, GeneratorConfig};
 use serde_json::{Value, json};
 
-use crate::shared_datasets;
+use crate::{chainweaver, shared_datasets};
 
 /// Import files with the real importers into traces, in file order.
 fn import(paths: &[PathBuf]) -> Vec<TraceWithSteps> {
@@ -354,13 +353,17 @@ fn recorded_replay_errors_name_the_tool_without_recordings() {
     );
 }
 
-fn chainweaver(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_chainweaver"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("CHAINWEAVER_STORE")
-        .output()
-        .expect("the chainweaver binary runs")
+/// Run the binary with `--format json`, check it succeeded, and parse what it printed.
+fn json_ok(dir: &Path, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["--format", "json"]);
+    let output = chainweaver(dir, &all);
+    assert!(
+        output.status.success(),
+        "chainweaver {all:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 #[test]
@@ -370,28 +373,20 @@ fn analyze_verifies_and_promote_registers_only_verified_flows() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/sample/support-agent.jsonl");
     let sample = sample.to_str().unwrap();
 
-    // A store without candidates: a clear error with a hint.
+    // A store with traces but no candidates: a clear error with a hint.
+    json_ok(dir.path(), &["-q", "import", sample]);
     let empty = chainweaver(dir.path(), &["verify"]);
-    assert!(!empty.status.success());
-
-    let output = chainweaver(
-        dir.path(),
-        &[
-            "-q",
-            "analyze",
-            sample,
-            "--report",
-            "report.md",
-            "--format",
-            "json",
-        ],
-    );
+    assert_eq!(empty.status.code(), Some(1));
+    let message = String::from_utf8_lossy(&empty.stderr);
     assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        message.contains("no candidates") && message.contains("analyze"),
+        "{message}"
     );
-    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
+
+    let outcome = json_ok(
+        dir.path(),
+        &["-q", "analyze", sample, "--report", "report.md"],
+    );
     let report = outcome["report"].as_array().unwrap();
     let status = |e: &Value| e["verdict"]["status"].as_str().unwrap_or("").to_string();
     let verified: Vec<&Value> = report.iter().filter(|e| status(e) == "verified").collect();
@@ -403,8 +398,7 @@ fn analyze_verifies_and_promote_registers_only_verified_flows() {
     assert!(markdown.contains("**Verdict: verified**"), "{markdown}");
 
     // Verdicts are in the store.
-    let listed = chainweaver(dir.path(), &["verdicts", "list", "--format", "json"]);
-    let verdicts: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let verdicts = json_ok(dir.path(), &["verdicts", "list"]);
     assert_eq!(verdicts.as_array().unwrap().len(), report.len());
 
     // Promotion: a rejected candidate is refused, then forced; a verified one is registered.
@@ -432,8 +426,7 @@ fn analyze_verifies_and_promote_registers_only_verified_flows() {
         "{}",
         String::from_utf8_lossy(&promoted.stderr)
     );
-    let flows = chainweaver(dir.path(), &["flows", "list", "--format", "json"]);
-    let flows: Value = serde_json::from_slice(&flows.stdout).unwrap();
+    let flows = json_ok(dir.path(), &["flows", "list"]);
     let status_of = |name: &str| {
         flows
             .as_array()
@@ -446,13 +439,7 @@ fn analyze_verifies_and_promote_registers_only_verified_flows() {
     assert_eq!(status_of(&rejected), Some(json!("ACTIVE")), "{flows:#}");
 
     // Verifying one candidate again by id gives the same verdict.
-    let again = chainweaver(dir.path(), &["verify", good, "--format", "json"]);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
-    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    let again = json_ok(dir.path(), &["verify", good]);
     assert_eq!(again[0]["verdict"]["status"], "verified");
     assert_eq!(
         again[0]["verdict"]["exact_matches"],
@@ -465,24 +452,10 @@ fn cross_validated_analyze_verifies_the_planted_flows_across_folds() {
     let dir = tempfile::tempdir().unwrap();
     let sample =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("datasets/sample/support-agent.jsonl");
-    let output = chainweaver(
+    let outcome = json_ok(
         dir.path(),
-        &[
-            "-q",
-            "analyze",
-            sample.to_str().unwrap(),
-            "--folds",
-            "3",
-            "--format",
-            "json",
-        ],
+        &["-q", "analyze", sample.to_str().unwrap(), "--folds", "3"],
     );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let outcome: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(outcome["split"], "3-fold cross-validation");
     let truth: Value = serde_json::from_str(
         &std::fs::read_to_string(sample.with_file_name("support-agent.truth.json")).unwrap(),

@@ -361,13 +361,24 @@ pub struct Candidate {
     pub metadata: Map<String, Value>,
 }
 
-/// Outcome of verifying a candidate by replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Outcome of verifying a candidate by replay. Ordered best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictStatus {
     Verified,
     Partial,
     Rejected,
+}
+
+impl VerdictStatus {
+    /// The word reports and the stored form use: `verified`, `partial`, `rejected`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VerdictStatus::Verified => "verified",
+            VerdictStatus::Partial => "partial",
+            VerdictStatus::Rejected => "rejected",
+        }
+    }
 }
 
 /// One difference between a replayed step and its recording.
