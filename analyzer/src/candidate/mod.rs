@@ -51,6 +51,7 @@ mod schema;
 mod stats;
 
 pub use profile::ToolProfiles;
+use schema::infer_object_schema;
 pub use schema::infer_schema;
 pub use stats::{DailySupport, support_by_day};
 
@@ -67,7 +68,10 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{AnalyzerError, Result};
 use crate::infer::index::escape_segment;
-use crate::infer::{InferConfig, OccurrenceView, infer_from_views, occurrence_views, pattern_name};
+use crate::infer::{
+    InferConfig, OccurrenceView, infer_from_views, occurrence_views, pattern_name,
+    resolve_occurrences,
+};
 use crate::parallel;
 
 /// Tuning of candidate building.
@@ -182,7 +186,8 @@ pub fn build_candidate_with(
     profiles: &ToolProfiles,
     config: &CandidateConfig,
 ) -> Result<Candidate> {
-    let views = occurrence_views(traces, pattern, &config.infer, true)?;
+    let resolved = resolve_occurrences(traces, pattern, &config.infer)?;
+    let views = occurrence_views(&resolved, &config.infer, true);
     let bindings = infer_from_views(&views, pattern, &config.infer);
     Ok(assemble(
         traces, pattern, &views, bindings, profiles, config,
@@ -196,7 +201,8 @@ pub fn candidate_from_bindings(
     bindings: Vec<Binding>,
     config: &CandidateConfig,
 ) -> Result<Candidate> {
-    let views = occurrence_views(traces, pattern, &config.infer, false)?;
+    let resolved = resolve_occurrences(traces, pattern, &config.infer)?;
+    let views = occurrence_views(&resolved, &config.infer, false);
     for binding in &bindings {
         check_binding(pattern, binding)?;
     }
@@ -267,9 +273,9 @@ enum Wire {
 }
 
 #[derive(Debug, Default)]
-struct FlowInput {
+struct FlowInput<'v> {
     /// Per occurrence, the value the caller would have passed.
-    values: Vec<Option<Value>>,
+    values: Vec<Option<&'v Value>>,
     default: Option<Value>,
 }
 
@@ -278,22 +284,25 @@ struct Builder<'a, 'v> {
     step_ids: Vec<String>,
     /// Output is an object in the occurrences (else it is wrapped as `{"result": ...}`).
     object_output: Vec<bool>,
-    inputs: Vec<(String, FlowInput)>,
+    inputs: Vec<(String, FlowInput<'v>)>,
     used_names: HashSet<String>,
     /// Per step: context key -> output key.
     output_keys: Vec<Vec<(String, String)>>,
     depends: Vec<HashSet<usize>>,
 }
 
-impl Builder<'_, '_> {
-    fn field_values(&self, step: usize, pointer: &str) -> Vec<Option<Value>> {
+impl<'v> Builder<'_, 'v> {
+    fn field_values(&self, step: usize, pointer: &str) -> Vec<Option<&'v Value>> {
         self.views
             .iter()
-            .map(|v| v.steps[step].inputs.pointer(pointer).cloned())
+            .map(|v| {
+                let steps: &'v [&'v chainweaver_recorder::model::ObservedStep] = v.steps;
+                steps[step].inputs.pointer(pointer)
+            })
             .collect()
     }
 
-    fn fresh_input(&mut self, base: &str, values: Vec<Option<Value>>) -> String {
+    fn fresh_input(&mut self, base: &str, values: Vec<Option<&'v Value>>) -> String {
         let base = if base.is_empty() { "input" } else { base };
         let mut name = base.to_string();
         let mut n = 2;
@@ -312,7 +321,7 @@ impl Builder<'_, '_> {
         name
     }
 
-    fn named_input(&mut self, name: &str, values: Vec<Option<Value>>) {
+    fn named_input(&mut self, name: &str, values: Vec<Option<&'v Value>>) {
         if !self.inputs.iter().any(|(n, _)| n == name) {
             self.used_names.insert(name.to_string());
             self.inputs.push((
@@ -432,7 +441,7 @@ fn assemble(
         .map(|s| {
             views
                 .iter()
-                .find_map(|v| v.outputs[s].as_deref())
+                .find_map(|v| v.outputs[s])
                 .is_none_or(Value::is_object)
         })
         .collect();
@@ -723,10 +732,10 @@ fn assemble(
     let mut reproduced = 0;
     let mut final_contexts = Vec::with_capacity(views.len());
     for (o, view) in views.iter().enumerate() {
-        let mut context = Map::new();
+        let mut context = Context::default();
         for (name, input) in &builder.inputs {
-            if let Some(value) = input.values[o].clone().or_else(|| input.default.clone()) {
-                context.insert(name.clone(), value);
+            if let Some(value) = input.values[o].or(input.default.as_ref()) {
+                context.insert(name, value);
             }
         }
         let mut all_equal = true;
@@ -734,21 +743,25 @@ fn assemble(
             if !resolves_to(&mappings[step], &context, &view.steps[step].inputs) {
                 all_equal = false;
             }
-            if let Some(output) = view.outputs[step].as_deref() {
-                let wrapped = match output {
-                    Value::Object(map) => map.clone(),
-                    other => {
-                        let mut map = Map::new();
-                        map.insert("result".into(), other.clone());
-                        map
-                    }
+            if let Some(output) = view.outputs[step] {
+                // Outputs that are not objects are seen as `{"result": output}`.
+                let wrapped_get = |key: &str| match output {
+                    Value::Object(map) => map.get(key),
+                    other => (key == "result").then_some(other),
                 };
                 match &output_mappings[step] {
-                    None => context.extend(wrapped),
+                    None => match output {
+                        Value::Object(map) => {
+                            for (key, value) in map {
+                                context.insert(key, value);
+                            }
+                        }
+                        other => context.insert("result", other),
+                    },
                     Some(mapping) => {
                         for (context_key, output_key) in mapping {
-                            if let Some(value) = output_key.as_str().and_then(|k| wrapped.get(k)) {
-                                context.insert(context_key.clone(), value.clone());
+                            if let Some(value) = output_key.as_str().and_then(wrapped_get) {
+                                context.insert(context_key, value);
                             }
                         }
                     }
@@ -758,7 +771,7 @@ fn assemble(
         if all_equal {
             reproduced += 1;
         }
-        final_contexts.push(Value::Object(context));
+        final_contexts.push(context);
     }
 
     // Schemas.
@@ -766,7 +779,7 @@ fn assemble(
     let mut properties = Map::new();
     let mut required = Vec::new();
     for (name, input) in &builder.inputs {
-        let observed: Vec<&Value> = input.values.iter().flatten().collect();
+        let observed: Vec<&Value> = input.values.iter().flatten().copied().collect();
         let mut schema = infer_schema(observed.iter().copied(), max_enum);
         if let (Some(default), Value::Object(map)) = (&input.default, &mut schema) {
             map.insert("default".into(), default.clone());
@@ -777,7 +790,10 @@ fn assemble(
         properties.insert(name.clone(), schema);
     }
     let input_schema = json!({"type": "object", "properties": properties, "required": required});
-    let output_schema = infer_schema(&final_contexts, max_enum);
+    let output_schema = infer_object_schema(
+        final_contexts.iter().map(|c| c.entries.as_slice()),
+        max_enum,
+    );
     let mut tool_schemas = BTreeMap::new();
     for tool in &pattern.tools {
         if !tool_schemas.contains_key(tool) {
@@ -968,7 +984,7 @@ fn always_present_keys(views: &[OccurrenceView<'_>], step: usize, object: bool) 
     }
     let mut keys: Option<Vec<String>> = None;
     for view in views {
-        let Some(Value::Object(map)) = view.outputs[step].as_deref() else {
+        let Some(Value::Object(map)) = view.outputs[step] else {
             continue;
         };
         keys = Some(match keys {
@@ -982,14 +998,64 @@ fn always_present_keys(views: &[OccurrenceView<'_>], step: usize, object: bool) 
     keys.unwrap_or_default()
 }
 
+/// A flow context during the mapping replay: keys in insertion order, values borrowed from the
+/// occurrences and the candidate (payloads are never copied).
+#[derive(Debug, Default)]
+struct Context<'c> {
+    entries: Vec<(&'c str, &'c Value)>,
+    /// Key -> entry, kept once the context outgrows a short scan.
+    positions: HashMap<&'c str, usize>,
+}
+
+impl<'c> Context<'c> {
+    /// Contexts up to this many keys are searched by a scan.
+    const SCAN_LIMIT: usize = 16;
+
+    fn position(&self, key: &str) -> Option<usize> {
+        if self.entries.len() <= Self::SCAN_LIMIT {
+            self.entries.iter().position(|(k, _)| *k == key)
+        } else {
+            self.positions.get(key).copied()
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'c Value> {
+        self.position(key).map(|at| self.entries[at].1)
+    }
+
+    /// Like a map insert: an existing key keeps its place and takes the new value.
+    fn insert(&mut self, key: &'c str, value: &'c Value) {
+        match self.position(key) {
+            Some(at) => self.entries[at].1 = value,
+            None => {
+                self.entries.push((key, value));
+                if self.entries.len() > Self::SCAN_LIMIT {
+                    if self.positions.is_empty() {
+                        for (at, (k, _)) in self.entries.iter().enumerate() {
+                            self.positions.insert(k, at);
+                        }
+                    } else {
+                        self.positions.insert(key, self.entries.len() - 1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Equal as JSON objects (key order does not matter).
+    fn equals(&self, map: &Map<String, Value>) -> bool {
+        self.entries.len() == map.len() && self.entries.iter().all(|(k, v)| map.get(*k) == Some(*v))
+    }
+}
+
 /// Whether `mapping` resolved against `context` gives exactly `inputs`: [`resolve`] followed
 /// by a comparison, without copying the context or the resolved values.
-fn resolves_to(mapping: &Map<String, Value>, context: &Map<String, Value>, inputs: &Value) -> bool {
+fn resolves_to(mapping: &Map<String, Value>, context: &Context<'_>, inputs: &Value) -> bool {
     let Value::Object(inputs) = inputs else {
         return false;
     };
     if mapping.is_empty() {
-        return inputs == context;
+        return context.equals(inputs);
     }
     let mut resolved = 0;
     for (field, source) in mapping {
@@ -1009,7 +1075,7 @@ fn resolves_to(mapping: &Map<String, Value>, context: &Map<String, Value>, input
 }
 
 /// `pointer` (starting with `/`) resolved in the context seen as one object.
-fn context_pointer<'c>(context: &'c Map<String, Value>, pointer: &str) -> Option<&'c Value> {
+fn context_pointer<'c>(context: &Context<'c>, pointer: &str) -> Option<&'c Value> {
     let rest = &pointer[1..];
     let (segment, tail) = match rest.find('/') {
         Some(at) => (&rest[..at], &rest[at..]),

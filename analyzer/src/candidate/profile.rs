@@ -8,7 +8,7 @@ use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::{Value, json};
 
 use super::schema::infer_schema;
-use crate::infer::index::canonical_hash;
+use crate::infer::index::{FastMap, canonical_hash};
 use crate::infer::normalized_output;
 use crate::parallel;
 
@@ -66,7 +66,7 @@ struct Gathered<'a> {
     /// Normalized outputs, objects borrowed, anything else wrapped as `{"result": ...}`.
     outputs: Vec<Cow<'a, Value>>,
     /// input hash -> (first output hash, calls, all outputs equal so far)
-    groups: HashMap<u64, (u64, usize, bool)>,
+    groups: FastMap<u64, (u64, usize, bool)>,
 }
 
 impl ToolProfiles {

@@ -89,35 +89,50 @@ impl Shape {
                 }
             }
             Value::Object(map) => {
-                self.types |= OBJECT;
-                self.objects += 1;
-                for (key, item) in map {
-                    let known = if self.properties.len() <= PROPERTY_SCAN_LIMIT {
-                        self.properties.iter().position(|(k, _)| k == key)
-                    } else {
-                        self.property_ids.get(key).copied()
-                    };
-                    let id = match known {
-                        Some(id) => id,
-                        None => {
-                            self.properties.push((key.clone(), Shape::default()));
-                            if self.properties.len() > PROPERTY_SCAN_LIMIT {
-                                if self.property_ids.is_empty() {
-                                    // Crossing the limit: index every key seen so far.
-                                    for (i, (k, _)) in self.properties.iter().enumerate() {
-                                        self.property_ids.insert(k.clone(), i);
-                                    }
-                                } else {
-                                    self.property_ids
-                                        .insert(key.clone(), self.properties.len() - 1);
-                                }
-                            }
-                            self.properties.len() - 1
-                        }
-                    };
-                    self.properties[id].1.add(item, max_enum, depth + 1);
-                }
+                self.count -= 1;
+                self.add_object(map.iter().map(|(k, v)| (k.as_str(), v)), max_enum, depth);
             }
+        }
+    }
+
+    /// Adds one observed object given as its entries.
+    fn add_object<'a>(
+        &mut self,
+        entries: impl Iterator<Item = (&'a str, &'a Value)>,
+        max_enum: usize,
+        depth: usize,
+    ) {
+        self.count += 1;
+        self.types |= OBJECT;
+        if depth >= MAX_SCHEMA_DEPTH {
+            return;
+        }
+        self.objects += 1;
+        for (key, item) in entries {
+            let known = if self.properties.len() <= PROPERTY_SCAN_LIMIT {
+                self.properties.iter().position(|(k, _)| k == key)
+            } else {
+                self.property_ids.get(key).copied()
+            };
+            let id = match known {
+                Some(id) => id,
+                None => {
+                    self.properties.push((key.to_string(), Shape::default()));
+                    if self.properties.len() > PROPERTY_SCAN_LIMIT {
+                        if self.property_ids.is_empty() {
+                            // Crossing the limit: index every key seen so far.
+                            for (i, (k, _)) in self.properties.iter().enumerate() {
+                                self.property_ids.insert(k.clone(), i);
+                            }
+                        } else {
+                            self.property_ids
+                                .insert(key.to_string(), self.properties.len() - 1);
+                        }
+                    }
+                    self.properties.len() - 1
+                }
+            };
+            self.properties[id].1.add(item, max_enum, depth + 1);
         }
     }
 
@@ -168,6 +183,18 @@ impl Shape {
         }
         Value::Object(schema)
     }
+}
+
+/// [`infer_schema`] of objects given as borrowed entries (no object is built to describe it).
+pub(crate) fn infer_object_schema<'a>(
+    objects: impl IntoIterator<Item = &'a [(&'a str, &'a Value)]>,
+    max_enum: usize,
+) -> Value {
+    let mut shape = Shape::default();
+    for entries in objects {
+        shape.add_object(entries.iter().copied(), max_enum, 0);
+    }
+    shape.schema(max_enum)
 }
 
 /// A JSON Schema describing every value given; `{}` (anything) when there are none.

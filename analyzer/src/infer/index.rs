@@ -3,6 +3,8 @@
 //! Building it is one post-order walk over each payload (linear in its size, capped); looking a
 //! value up is one hash probe plus an equality check per hit.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 
@@ -18,33 +20,50 @@ pub(crate) enum Side {
 /// The innermost list a location sits in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ElementOf {
-    /// Byte length of the list's pointer (a prefix of the location's pointer).
-    pub list_pointer_len: usize,
-    /// Byte offset in the location's pointer where the pointer inside the element starts.
-    pub item_pointer_start: usize,
+    /// The list's node in the same payload.
+    list: u32,
     pub index: usize,
     pub list_len: usize,
 }
 
-/// Where a value sits: a step of the pattern, a side, a JSON pointer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Location {
+/// How a node is reached from its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Segment<'v> {
+    Root,
+    Key(&'v str),
+    Index(usize),
+}
+
+/// No parent: the payload's root.
+const NO_PARENT: u32 = u32::MAX;
+
+/// One node of an indexed payload. Its JSON pointer is not stored: most nodes are never the
+/// answer to a lookup, so pointers are spelled out on demand from the parent links.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Node<'v> {
+    value: &'v Value,
+    parent: u32,
+    segment: Segment<'v>,
+    element: Option<ElementOf>,
+    step: u32,
+    side: Side,
+}
+
+/// Where a value sits in an occurrence: a step of the pattern, a side, the node itself.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Location<'v> {
     pub step: usize,
     pub side: Side,
-    pub pointer: String,
+    pub value: &'v Value,
     pub element: Option<ElementOf>,
 }
 
-impl Location {
-    pub fn list_pointer(&self) -> Option<(&str, &str)> {
-        self.element.map(|e| {
-            (
-                &self.pointer[..e.list_pointer_len],
-                &self.pointer[e.item_pointer_start..],
-            )
-        })
-    }
-}
+/// A location of a [`ValueIndex`] (its node number).
+pub(crate) type LocationId = u32;
+
+/// Maps keyed by hashes or short keys inside one analysis: the node hasher instead of SipHash
+/// (the keys come from the analysis itself, looked up millions of times).
+pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<NodeHasher>>;
 
 /// Escape one key for use as a JSON pointer segment (RFC 6901).
 pub(crate) fn escape_segment(key: &str) -> String {
@@ -53,12 +72,17 @@ pub(crate) fn escape_segment(key: &str) -> String {
 
 /// The last segment of a pointer, unescaped (`""` for the root).
 pub(crate) fn last_segment(pointer: &str) -> String {
-    pointer
-        .rsplit('/')
-        .next()
-        .unwrap_or("")
-        .replace("~1", "/")
-        .replace("~0", "~")
+    last_segment_cow(pointer).into_owned()
+}
+
+/// [`last_segment`], borrowed unless there is an escape to undo.
+pub(crate) fn last_segment_cow(pointer: &str) -> Cow<'_, str> {
+    let segment = pointer.rsplit('/').next().unwrap_or("");
+    if segment.contains('~') {
+        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(segment)
+    }
 }
 
 /// A fast, non-cryptographic 64-bit hasher for canonical value hashes: eight bytes a round
@@ -129,10 +153,22 @@ fn finish<H: Hash>(tag: u8, value: H) -> u64 {
     hasher.finish()
 }
 
-fn combine_object(mut entries: Vec<(u64, u64)>) -> u64 {
+/// The hash of an object key, as object hashes combine it with the value's.
+pub(crate) fn key_hash(key: &str) -> u64 {
+    finish(3, key)
+}
+
+/// The hash of an object from its `(key hash, value hash)` entries, in any order.
+pub(crate) fn combine_object(mut entries: Vec<(u64, u64)>) -> u64 {
+    combine_object_in(&mut entries)
+}
+
+/// [`combine_object`] over a slice (hashes like the `Vec`: a slice hashes its length, then its
+/// items).
+fn combine_object_in(entries: &mut [(u64, u64)]) -> u64 {
     // Key order does not matter for equality (serde_json maps compare as sets).
     entries.sort_unstable();
-    finish(5, entries)
+    finish(5, &*entries)
 }
 
 /// A number's exact text (as written: `arbitrary_precision` keeps it).
@@ -150,27 +186,75 @@ pub(crate) fn canonical_hash(value: &Value) -> u64 {
     hash_at_depth(value, 0)
 }
 
-fn hash_at_depth(value: &Value, depth: usize) -> u64 {
-    if depth >= MAX_RECURSION_DEPTH {
-        return hash_iterative(value);
-    }
+thread_local! {
+    /// One scratch per thread, reused by every container hash.
+    static HASH_SCRATCH: RefCell<HashScratch> = RefCell::default();
+}
+
+fn leaf_hash(value: &Value) -> u64 {
     match value {
         Value::Null => finish(0, ()),
         Value::Bool(b) => finish(1, b),
         Value::Number(n) => finish(2, number_text(n)),
         Value::String(s) => finish(3, s),
-        Value::Array(items) => finish(
-            4,
-            items
-                .iter()
-                .map(|item| hash_at_depth(item, depth + 1))
-                .collect::<Vec<_>>(),
-        ),
-        Value::Object(map) => combine_object(
-            map.iter()
-                .map(|(k, v)| (finish(3, k), hash_at_depth(v, depth + 1)))
-                .collect(),
-        ),
+        // Not leaves; only reached by mistake, and then still canonical.
+        Value::Array(_) | Value::Object(_) => hash_iterative(value),
+    }
+}
+
+/// Child hashes of the containers being hashed, as stacks shared by all levels (no
+/// allocation per container).
+#[derive(Default)]
+struct HashScratch {
+    items: Vec<u64>,
+    entries: Vec<(u64, u64)>,
+}
+
+impl HashScratch {
+    fn hash(&mut self, value: &Value, depth: usize) -> u64 {
+        if depth >= MAX_RECURSION_DEPTH {
+            return hash_iterative(value);
+        }
+        match value {
+            Value::Array(items) => {
+                let start = self.items.len();
+                for item in items {
+                    let hash = self.hash(item, depth + 1);
+                    self.items.push(hash);
+                }
+                let hash = finish(4, &self.items[start..]);
+                self.items.truncate(start);
+                hash
+            }
+            Value::Object(map) => {
+                let start = self.entries.len();
+                for (key, item) in map {
+                    let hash = self.hash(item, depth + 1);
+                    self.entries.push((finish(3, key), hash));
+                }
+                let hash = combine_object_in(&mut self.entries[start..]);
+                self.entries.truncate(start);
+                hash
+            }
+            leaf => leaf_hash(leaf),
+        }
+    }
+}
+
+/// [`canonical_hash`] of a value `depth` levels down in its payload.
+fn hash_at_depth(value: &Value, depth: usize) -> u64 {
+    if depth >= MAX_RECURSION_DEPTH {
+        return hash_iterative(value);
+    }
+    match value {
+        Value::Array(_) | Value::Object(_) => HASH_SCRATCH.with(|scratch| {
+            match scratch.try_borrow_mut() {
+                Ok(mut scratch) => scratch.hash(value, depth),
+                // Not reached (hashing does not re-enter), but a fresh scratch is as right.
+                Err(_) => HashScratch::default().hash(value, depth),
+            }
+        }),
+        leaf => leaf_hash(leaf),
     }
 }
 
@@ -243,97 +327,202 @@ fn hash_iterative(root: &Value) -> u64 {
     }
 }
 
-/// Hash -> locations for every node of the payloads added.
+/// Hash -> locations for every node of the payloads of one occurrence (its steps' inputs and
+/// outputs, in the order added). All payloads share three vectors, so an occurrence costs a
+/// few allocations however many nodes it has.
 #[derive(Debug, Default)]
-pub(crate) struct ValueIndex {
-    by_hash: HashMap<u64, Vec<usize>>,
-    pub locations: Vec<Location>,
-    /// String (and number) leaves, as location ids, for template search.
-    pub text_leaves: Vec<usize>,
+pub(crate) struct ValueIndex<'v> {
+    /// `(hash, node)`, sorted by hash; nodes of one hash in the order indexed (payload by
+    /// payload, post-order within each).
+    by_hash: Vec<(u64, u32)>,
+    /// Parents before their children.
+    nodes: Vec<Node<'v>>,
+    /// String (and number) leaves, for template search.
+    text_leaves: Vec<u32>,
+    /// Child hashes of the containers being walked, as stacks shared by all levels.
+    item_hashes: Vec<u64>,
+    entry_hashes: Vec<(u64, u64)>,
 }
 
-impl ValueIndex {
-    /// Index every node of `value` (at most `max_nodes` of them).
-    pub fn add(&mut self, step: usize, side: Side, value: &Value, max_nodes: usize) {
-        let mut pointer = String::new();
-        let mut budget = max_nodes;
-        self.walk(step, side, value, &mut pointer, None, &mut budget, 0);
+/// Where one payload walk stands.
+struct Walk {
+    budget: usize,
+    step: u32,
+    side: Side,
+}
+
+impl<'v> ValueIndex<'v> {
+    /// An index with room for about `nodes` nodes.
+    pub fn with_capacity(nodes: usize) -> Self {
+        Self {
+            by_hash: Vec::with_capacity(nodes),
+            nodes: Vec::with_capacity(nodes),
+            text_leaves: Vec::with_capacity(nodes / 2),
+            item_hashes: Vec::with_capacity(16),
+            entry_hashes: Vec::with_capacity(16),
+        }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Index every node of `value` (at most `max_nodes` of them) as step `step`'s `side`.
+    pub fn add(&mut self, step: usize, side: Side, value: &'v Value, max_nodes: usize) {
+        // Node numbers stay within `u32`.
+        let room = (NO_PARENT as usize).saturating_sub(self.nodes.len());
+        let mut walk = Walk {
+            budget: max_nodes.min(room),
+            step: u32::try_from(step).unwrap_or(u32::MAX),
+            side,
+        };
+        let start = self.by_hash.len();
+        self.walk(value, NO_PARENT, Segment::Root, None, &mut walk, 0);
+        // Stable: equal hashes keep their order. Only the new run is sorted, then merged.
+        self.by_hash[start..].sort_by_key(|&(hash, _)| hash);
+        if start > 0 {
+            self.by_hash.sort_by_key(|&(hash, _)| hash);
+        }
+    }
+
     fn walk(
         &mut self,
-        step: usize,
-        side: Side,
-        value: &Value,
-        pointer: &mut String,
+        value: &'v Value,
+        parent: u32,
+        segment: Segment<'v>,
         element: Option<ElementOf>,
-        budget: &mut usize,
+        walk: &mut Walk,
         depth: usize,
     ) -> u64 {
-        if *budget == 0 || depth >= MAX_RECURSION_DEPTH {
+        if walk.budget == 0 || depth >= MAX_RECURSION_DEPTH {
             // Over the cap or too deep: keep the hash right for the ancestors but index
             // nothing more.
             return hash_at_depth(value, depth);
         }
-        *budget -= 1;
+        walk.budget -= 1;
+        // Parents are pushed before their children (the links point back); hashes are known
+        // only after the children, so `by_hash` is filled in post-order.
+        let id = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            value,
+            parent,
+            segment,
+            element,
+            step: walk.step,
+            side: walk.side,
+        });
         let hash = match value {
             Value::Array(items) => {
-                let base = pointer.len();
-                let mut hashes = Vec::with_capacity(items.len());
+                let start = self.item_hashes.len();
                 for (index, item) in items.iter().enumerate() {
-                    pointer.push('/');
-                    pointer.push_str(&index.to_string());
                     let inner = ElementOf {
-                        list_pointer_len: base,
-                        item_pointer_start: pointer.len(),
+                        list: id,
                         index,
                         list_len: items.len(),
                     };
-                    hashes.push(self.walk(
-                        step,
-                        side,
+                    let hash = self.walk(
                         item,
-                        pointer,
+                        id,
+                        Segment::Index(index),
                         Some(inner),
-                        budget,
+                        walk,
                         depth + 1,
-                    ));
-                    pointer.truncate(base);
+                    );
+                    self.item_hashes.push(hash);
                 }
-                finish(4, hashes)
+                let hash = finish(4, &self.item_hashes[start..]);
+                self.item_hashes.truncate(start);
+                hash
             }
             Value::Object(map) => {
-                let base = pointer.len();
-                let mut entries = Vec::with_capacity(map.len());
+                let start = self.entry_hashes.len();
                 for (key, item) in map {
-                    pointer.push('/');
-                    pointer.push_str(&escape_segment(key));
-                    let child = self.walk(step, side, item, pointer, element, budget, depth + 1);
-                    entries.push((finish(3, key), child));
-                    pointer.truncate(base);
+                    let child = self.walk(item, id, Segment::Key(key), element, walk, depth + 1);
+                    self.entry_hashes.push((finish(3, key), child));
                 }
-                combine_object(entries)
+                let hash = combine_object_in(&mut self.entry_hashes[start..]);
+                self.entry_hashes.truncate(start);
+                hash
             }
-            leaf => canonical_hash(leaf),
+            leaf => leaf_hash(leaf),
         };
-        let id = self.locations.len();
-        self.locations.push(Location {
-            step,
-            side,
-            pointer: pointer.clone(),
-            element,
-        });
         if matches!(value, Value::String(_) | Value::Number(_)) {
             self.text_leaves.push(id);
         }
-        self.by_hash.entry(hash).or_default().push(id);
+        self.by_hash.push((hash, id));
         hash
     }
 
-    /// Location ids whose value hashes like `hash` (callers check equality).
-    pub fn candidates(&self, hash: u64) -> &[usize] {
-        self.by_hash.get(&hash).map(Vec::as_slice).unwrap_or(&[])
+    /// Locations whose value hashes like `hash` (callers check equality), in the order
+    /// indexed.
+    pub fn candidates(&self, hash: u64) -> impl Iterator<Item = LocationId> + '_ {
+        let start = self.by_hash.partition_point(|&(h, _)| h < hash);
+        self.by_hash[start..]
+            .iter()
+            .take_while(move |&&(h, _)| h == hash)
+            .map(|&(_, id)| id)
+    }
+
+    /// String and number leaves, in the order indexed.
+    pub fn text_leaves(&self) -> impl Iterator<Item = LocationId> + '_ {
+        self.text_leaves.iter().copied()
+    }
+
+    pub fn location(&self, id: LocationId) -> Location<'v> {
+        let node = &self.nodes[id as usize];
+        Location {
+            step: node.step as usize,
+            side: node.side,
+            value: node.value,
+            element: node.element,
+        }
+    }
+
+    /// The JSON pointer of node `id` below node `above` (`NO_PARENT`: the payload root),
+    /// escaped per RFC 6901.
+    fn pointer_below(&self, id: u32, above: u32) -> String {
+        let mut pointer = String::with_capacity(32);
+        self.write_pointer(id, above, &mut pointer);
+        pointer
+    }
+
+    /// Appends the segments from `above` down to `id`. Recursion is bounded: nodes are indexed
+    /// at most [`MAX_RECURSION_DEPTH`] levels deep.
+    fn write_pointer(&self, id: u32, above: u32, out: &mut String) {
+        if id == above || id == NO_PARENT {
+            return;
+        }
+        let node = &self.nodes[id as usize];
+        self.write_pointer(node.parent, above, out);
+        match node.segment {
+            Segment::Root => {}
+            Segment::Key(key) => {
+                out.push('/');
+                if key.contains(['~', '/']) {
+                    out.push_str(&escape_segment(key));
+                } else {
+                    out.push_str(key);
+                }
+            }
+            Segment::Index(index) => {
+                use std::fmt::Write;
+                // Writing into a String cannot fail.
+                let _ = write!(out, "/{index}");
+            }
+        }
+    }
+
+    /// The JSON pointer of a location in its payload.
+    pub fn pointer(&self, id: LocationId) -> String {
+        self.pointer_below(id, NO_PARENT)
+    }
+
+    /// For a location inside a list: the list's pointer and the pointer inside the element.
+    pub fn list_pointer(&self, id: LocationId) -> Option<(String, String)> {
+        let element = self.nodes[id as usize].element?;
+        let list = self.pointer_below(element.list, NO_PARENT);
+        // The element itself is the list's child on the way up from `id`.
+        let mut child = id;
+        while self.nodes[child as usize].parent != element.list {
+            child = self.nodes[child as usize].parent;
+        }
+        Some((list, self.pointer_below(id, child)))
     }
 }
 
@@ -357,18 +546,58 @@ mod tests {
         let mut index = ValueIndex::default();
         let out = json!({"orders": ["#A", "#B"], "a/b": {"c": "#B"}});
         index.add(0, Side::Output, &out, 100);
-        let hits: Vec<&Location> = index
-            .candidates(canonical_hash(&json!("#B")))
-            .iter()
-            .map(|&id| &index.locations[id])
-            .collect();
-        let pointers: Vec<&str> = hits.iter().map(|l| l.pointer.as_str()).collect();
+        let ids: Vec<LocationId> = index.candidates(canonical_hash(&json!("#B"))).collect();
+        let hits: Vec<Location<'_>> = ids.iter().map(|&id| index.location(id)).collect();
+        let pointers: Vec<String> = ids.iter().map(|&id| index.pointer(id)).collect();
         assert_eq!(pointers, vec!["/orders/1", "/a~1b/c"]);
-        assert_eq!(hits[0].list_pointer(), Some(("/orders", "")));
+        assert_eq!(
+            index.list_pointer(ids[0]),
+            Some(("/orders".to_string(), String::new()))
+        );
         assert_eq!(hits[0].element.unwrap().index, 1);
-        assert_eq!(hits[1].list_pointer(), None);
+        assert_eq!(index.list_pointer(ids[1]), None);
+        assert!(hits.iter().all(|l| l.value == &json!("#B")));
         // Whole containers are indexed too, the root at "".
-        assert_eq!(index.candidates(canonical_hash(&out)).len(), 1);
+        assert_eq!(index.candidates(canonical_hash(&out)).count(), 1);
+    }
+
+    #[test]
+    fn pointers_are_spelled_out_from_the_links() {
+        let out = json!({"users": [{"id": "u1"}, {"profile": {"id": "u2", "a~b": [7, "u3"]}}]});
+        let input = json!({"u2": "unrelated"});
+        let mut index = ValueIndex::default();
+        index.add(0, Side::Input, &input, 100);
+        index.add(1, Side::Output, &out, 100);
+        let find = |value: &Value| {
+            index
+                .candidates(canonical_hash(value))
+                .last()
+                .expect("indexed")
+        };
+        let u2 = find(&json!("u2"));
+        assert_eq!(index.pointer(u2), "/users/1/profile/id");
+        assert_eq!(
+            index.list_pointer(u2),
+            Some(("/users".to_string(), "/profile/id".to_string()))
+        );
+        let u3 = find(&json!("u3"));
+        assert_eq!(index.pointer(u3), "/users/1/profile/a~0b/1");
+        // The innermost list wins.
+        assert_eq!(
+            index.list_pointer(u3),
+            Some(("/users/1/profile/a~0b".to_string(), String::new()))
+        );
+        assert_eq!(index.location(u3).element.map(|e| e.index), Some(1));
+        assert_eq!(index.pointer(find(&out)), "");
+        assert_eq!(index.location(u2).step, 1);
+        assert_eq!(index.location(u2).side, Side::Output);
+        // Payloads come in the order added: the input's "unrelated" leaf, then the output's
+        // "u1", "u2", 7 and "u3".
+        let leaves: Vec<usize> = index
+            .text_leaves()
+            .map(|id| index.location(id).step)
+            .collect();
+        assert_eq!(leaves, vec![0, 1, 1, 1, 1]);
     }
 
     #[test]
@@ -391,7 +620,7 @@ mod tests {
         }
         let mut index = ValueIndex::default();
         index.add(0, Side::Output, &deep, 100_000);
-        assert_eq!(index.locations.len(), MAX_RECURSION_DEPTH);
+        assert_eq!(index.nodes.len(), MAX_RECURSION_DEPTH);
         let Value::Object(map) = &deep else { panic!() };
         assert_ne!(canonical_hash(&deep), canonical_hash(&map["k"]));
         // Values this deep drop recursively inside serde_json: unwind them by hand.
@@ -413,10 +642,10 @@ mod tests {
 
     #[test]
     fn node_cap_limits_indexing() {
-        let mut index = ValueIndex::default();
         let out = json!({"a": [1, 2, 3, 4, 5, 6]});
+        let mut index = ValueIndex::default();
         index.add(0, Side::Output, &out, 3);
-        assert_eq!(index.locations.len(), 3);
+        assert_eq!(index.nodes.len(), 3);
         assert_eq!(last_segment("/a~1b/c~0d"), "c~d");
     }
 }

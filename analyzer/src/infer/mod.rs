@@ -41,7 +41,7 @@ mod template;
 
 use std::borrow::Cow;
 use std::cmp::Reverse;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use chainweaver_recorder::model::candidate::{
     Alternative, Binding, BindingFlag, BindingSource, Pattern, Selection, TemplateSlot,
@@ -50,7 +50,7 @@ use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::Value;
 
 use crate::error::{AnalyzerError, Result};
-use index::{Side, ValueIndex, canonical_hash, last_segment};
+use index::{FastMap, Side, ValueIndex, canonical_hash, last_segment, last_segment_cow};
 use template::{Part, find_template};
 
 /// Tuning of binding inference.
@@ -111,25 +111,24 @@ pub(crate) fn normalized_output(output: &Value, max_bytes: usize) -> Cow<'_, Val
     Cow::Borrowed(output)
 }
 
-/// One occurrence of a pattern, resolved against its trace.
+/// One occurrence of a pattern, resolved against its trace, with its outputs normalized. The
+/// parsed outputs live here so that the [`OccurrenceView`]s (and their indexes) can borrow them.
+#[derive(Debug)]
+pub(crate) struct ResolvedOccurrence<'t> {
+    trace: &'t TraceWithSteps,
+    steps: Vec<&'t ObservedStep>,
+    /// Normalized outputs; `None` for a failed step or one without a result.
+    outputs: Vec<Option<Cow<'t, Value>>>,
+}
+
+/// One occurrence of a pattern as inference reads it.
 #[derive(Debug)]
 pub(crate) struct OccurrenceView<'a> {
     pub trace: &'a TraceWithSteps,
-    pub steps: Vec<&'a ObservedStep>,
+    pub steps: &'a [&'a ObservedStep],
     /// Normalized outputs; `None` for a failed step or one without a result.
-    pub outputs: Vec<Option<Cow<'a, Value>>>,
-    pub index: ValueIndex,
-}
-
-impl OccurrenceView<'_> {
-    pub fn value_at(&self, location: &index::Location) -> Option<&Value> {
-        match location.side {
-            Side::Input => self.steps[location.step].inputs.pointer(&location.pointer),
-            Side::Output => self.outputs[location.step]
-                .as_ref()?
-                .pointer(&location.pointer),
-        }
-    }
+    pub outputs: Vec<Option<&'a Value>>,
+    pub index: ValueIndex<'a>,
 }
 
 /// The pattern's name in messages: its tools joined by ` -> `.
@@ -137,13 +136,26 @@ pub(crate) fn pattern_name(pattern: &Pattern) -> String {
     pattern.tools.join(" -> ")
 }
 
-/// Resolve and check every occurrence; index the payloads when `with_index`.
-pub(crate) fn occurrence_views<'a>(
-    traces: &'a [TraceWithSteps],
+/// A step's output as inference reads it: `None` when the call failed or returned nothing.
+fn normalized_step_output<'t>(
+    step: &'t ObservedStep,
+    config: &InferConfig,
+) -> Option<Cow<'t, Value>> {
+    if step.is_error() {
+        None
+    } else {
+        step.outputs
+            .as_ref()
+            .map(|o| normalized_output(o, config.max_payload_bytes))
+    }
+}
+
+/// Resolve and check every occurrence, and normalize its outputs.
+pub(crate) fn resolve_occurrences<'t>(
+    traces: &'t [TraceWithSteps],
     pattern: &Pattern,
     config: &InferConfig,
-    with_index: bool,
-) -> Result<Vec<OccurrenceView<'a>>> {
+) -> Result<Vec<ResolvedOccurrence<'t>>> {
     let name = || pattern_name(pattern);
     if pattern.is_empty() {
         return Err(AnalyzerError::InvalidPattern {
@@ -196,41 +208,57 @@ pub(crate) fn occurrence_views<'a>(
             }
             steps.push(step);
         }
-        let outputs: Vec<Option<Cow<'a, Value>>> = steps
+        let outputs: Vec<Option<Cow<'t, Value>>> = steps
             .iter()
-            .map(|step| {
-                if step.is_error() {
-                    None
-                } else {
-                    step.outputs
-                        .as_ref()
-                        .map(|o| normalized_output(o, config.max_payload_bytes))
-                }
-            })
+            .map(|step| normalized_step_output(step, config))
             .collect();
-        let mut index = ValueIndex::default();
-        if with_index {
-            // The last step's payloads never explain anything: nothing comes after it.
-            for position in 0..pattern.len() - 1 {
-                index.add(
-                    position,
-                    Side::Input,
-                    &steps[position].inputs,
-                    config.max_nodes_per_payload,
-                );
-                if let Some(output) = &outputs[position] {
-                    index.add(position, Side::Output, output, config.max_nodes_per_payload);
-                }
-            }
-        }
-        views.push(OccurrenceView {
+        views.push(ResolvedOccurrence {
             trace,
             steps,
             outputs,
-            index,
         });
     }
     Ok(views)
+}
+
+/// Views of resolved occurrences; the payloads are indexed when `with_index`.
+pub(crate) fn occurrence_views<'a>(
+    resolved: &'a [ResolvedOccurrence<'_>],
+    config: &InferConfig,
+    with_index: bool,
+) -> Vec<OccurrenceView<'a>> {
+    resolved
+        .iter()
+        .map(|occurrence| {
+            let outputs: Vec<Option<&Value>> =
+                occurrence.outputs.iter().map(|o| o.as_deref()).collect();
+            let mut index = ValueIndex::default();
+            if with_index {
+                index = ValueIndex::with_capacity(128);
+                // The last step's payloads never explain anything: nothing comes after it.
+                let indexed = occurrence.steps.len().saturating_sub(1);
+                for (position, (step, output)) in occurrence
+                    .steps
+                    .iter()
+                    .zip(&outputs)
+                    .enumerate()
+                    .take(indexed)
+                {
+                    let max = config.max_nodes_per_payload;
+                    index.add(position, Side::Input, &step.inputs, max);
+                    if let Some(output) = output {
+                        index.add(position, Side::Output, output, max);
+                    }
+                }
+            }
+            OccurrenceView {
+                trace: occurrence.trace,
+                steps: &occurrence.steps,
+                outputs,
+                index,
+            }
+        })
+        .collect()
 }
 
 /// Infer a binding for every input field of every step of `pattern`.
@@ -242,7 +270,8 @@ pub fn infer_bindings(
     pattern: &Pattern,
     config: &InferConfig,
 ) -> Result<Vec<Binding>> {
-    let views = occurrence_views(traces, pattern, config, true)?;
+    let resolved = resolve_occurrences(traces, pattern, config)?;
+    let views = occurrence_views(&resolved, config, true);
     Ok(infer_from_views(&views, pattern, config))
 }
 
@@ -268,88 +297,147 @@ pub(crate) fn infer_from_views(
 // ----------------------------------------------------------------------------------------
 // Fields
 
-#[derive(Debug, Default)]
-struct FieldStat {
+/// An input field of one step, with its value in every occurrence that has it.
+#[derive(Debug)]
+struct Field<'v> {
     pointer: String,
-    present: usize,
+    /// `(occurrence, value, canonical hash)`, in occurrence order.
+    values: Vec<(usize, &'v Value, u64)>,
+}
+
+/// A node of the tree of input keys seen at one step, across occurrences.
+#[derive(Debug, Default)]
+struct FieldStat<'v> {
+    key: &'v str,
+    pointer: String,
     objects: usize,
     found_whole: usize,
-    hashes: HashMap<u64, usize>,
+    hashes: FastMap<u64, usize>,
+    values: Vec<(usize, &'v Value, u64)>,
     children: Vec<usize>,
+    /// Key -> child, kept once the children outgrow a short scan.
+    child_ids: FastMap<&'v str, usize>,
+}
+
+/// Children up to this many are found by a scan.
+const CHILD_SCAN_LIMIT: usize = 16;
+
+/// The id of `parent`'s child `key`, created (in first-seen order) when new.
+fn child_stat<'v>(stats: &mut Vec<FieldStat<'v>>, parent: usize, key: &'v str) -> usize {
+    let known = if stats[parent].children.len() <= CHILD_SCAN_LIMIT {
+        stats[parent]
+            .children
+            .iter()
+            .copied()
+            .find(|&c| stats[c].key == key)
+    } else {
+        stats[parent].child_ids.get(key).copied()
+    };
+    if let Some(id) = known {
+        return id;
+    }
+    let id = stats.len();
+    let pointer = format!("{}/{}", stats[parent].pointer, index::escape_segment(key));
+    stats.push(FieldStat {
+        key,
+        pointer,
+        ..FieldStat::default()
+    });
+    let parent_stat = &mut stats[parent];
+    parent_stat.children.push(id);
+    if parent_stat.children.len() > CHILD_SCAN_LIMIT {
+        if parent_stat.child_ids.is_empty() {
+            // Crossing the limit: index every child so far (keys are unique, so the ids are
+            // gathered first and looked up after).
+            let children = parent_stat.children.clone();
+            for child in children {
+                let child_key = stats[child].key;
+                stats[parent].child_ids.insert(child_key, child);
+            }
+        } else {
+            parent_stat.child_ids.insert(key, id);
+        }
+    }
+    id
+}
+
+/// Record `value` (an input at the field `stat`) of occurrence `at`; returns its hash.
+/// Objects are descended (their keys become fields) down to [`index::MAX_RECURSION_DEPTH`].
+fn visit_field<'v>(
+    stats: &mut Vec<FieldStat<'v>>,
+    view: &OccurrenceView<'_>,
+    step: usize,
+    at: usize,
+    id: usize,
+    value: &'v Value,
+    depth: usize,
+) -> u64 {
+    let hash = match value {
+        Value::Object(map) if depth < index::MAX_RECURSION_DEPTH => {
+            let mut entries = Vec::with_capacity(map.len());
+            for (key, item) in map {
+                let child = child_stat(stats, id, key);
+                let child_hash = visit_field(stats, view, step, at, child, item, depth + 1);
+                entries.push((index::key_hash(key), child_hash));
+            }
+            stats[id].objects += 1;
+            index::combine_object(entries)
+        }
+        _ => canonical_hash(value),
+    };
+    let stat = &mut stats[id];
+    *stat.hashes.entry(hash).or_default() += 1;
+    if matches!(value, Value::Object(_) | Value::Array(_)) {
+        let found = view.index.candidates(hash).any(|loc| {
+            let location = view.index.location(loc);
+            location.step < step && location.value == value
+        });
+        if found {
+            stat.found_whole += 1;
+        }
+    }
+    stat.values.push((at, value, hash));
+    hash
 }
 
 /// The input fields of one step: leaves, plus containers that are copied whole from earlier
 /// data (or constant as a whole). Objects are descended; arrays are taken whole.
-fn discover_fields(views: &[OccurrenceView<'_>], step: usize, config: &InferConfig) -> Vec<String> {
-    let mut stats: Vec<FieldStat> = Vec::new();
-    let mut ids: HashMap<String, usize> = HashMap::new();
-    let mut roots: Vec<usize> = Vec::new();
-    for view in views {
-        let Value::Object(map) = &view.steps[step].inputs else {
+fn discover_fields<'v>(
+    views: &[OccurrenceView<'v>],
+    step: usize,
+    config: &InferConfig,
+) -> Vec<Field<'v>> {
+    // Node 0 stands for the inputs object itself; fields are its descendants.
+    let mut stats: Vec<FieldStat<'v>> = vec![FieldStat::default()];
+    for (at, view) in views.iter().enumerate() {
+        let steps: &'v [&'v ObservedStep] = view.steps;
+        let Value::Object(map) = &steps[step].inputs else {
             continue;
         };
-        let mut pending: Vec<(String, &Value, Option<usize>)> = map
-            .iter()
-            .rev()
-            .map(|(k, v)| (format!("/{}", index::escape_segment(k)), v, None))
-            .collect();
-        while let Some((pointer, value, parent)) = pending.pop() {
-            let id = match ids.get(&pointer) {
-                Some(&id) => id,
-                None => {
-                    let id = stats.len();
-                    stats.push(FieldStat {
-                        pointer: pointer.clone(),
-                        ..FieldStat::default()
-                    });
-                    ids.insert(pointer.clone(), id);
-                    match parent {
-                        Some(parent) => stats[parent].children.push(id),
-                        None => roots.push(id),
-                    }
-                    id
-                }
-            };
-            let hash = canonical_hash(value);
-            let stat = &mut stats[id];
-            stat.present += 1;
-            *stat.hashes.entry(hash).or_default() += 1;
-            if matches!(value, Value::Object(_) | Value::Array(_)) {
-                let found = view.index.candidates(hash).iter().any(|&loc| {
-                    let location = &view.index.locations[loc];
-                    location.step < step && view.value_at(location) == Some(value)
-                });
-                if found {
-                    stat.found_whole += 1;
-                }
-            }
-            if let Value::Object(children) = value {
-                stat.objects += 1;
-                for (k, v) in children.iter().rev() {
-                    pending.push((
-                        format!("{pointer}/{}", index::escape_segment(k)),
-                        v,
-                        Some(id),
-                    ));
-                }
-            }
+        for (key, value) in map {
+            let id = child_stat(&mut stats, 0, key);
+            visit_field(&mut stats, view, step, at, id, value, 1);
         }
     }
     let mut fields = Vec::new();
-    let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+    let mut stack: Vec<usize> = stats[0].children.iter().rev().copied().collect();
     while let Some(id) = stack.pop() {
         let stat = &stats[id];
-        let whole_share = stat.found_whole as f64 / stat.present as f64;
-        let constant =
-            stat.present >= config.min_constant_occurrences.max(2) && stat.hashes.len() == 1;
-        let descend = stat.objects == stat.present
+        let present = stat.values.len();
+        let whole_share = stat.found_whole as f64 / present as f64;
+        let constant = present >= config.min_constant_occurrences.max(2) && stat.hashes.len() == 1;
+        let descend = stat.objects == present
             && !stat.children.is_empty()
             && whole_share < config.min_confidence
             && !constant;
         if descend {
             stack.extend(stat.children.iter().rev());
         } else {
-            fields.push(stat.pointer.clone());
+            let stat = &mut stats[id];
+            fields.push(Field {
+                pointer: std::mem::take(&mut stat.pointer),
+                values: std::mem::take(&mut stat.values),
+            });
         }
     }
     fields
@@ -436,58 +524,62 @@ fn infer_field(
     views: &[OccurrenceView<'_>],
     pattern: &Pattern,
     step: usize,
-    field: &str,
+    field: &Field<'_>,
     config: &InferConfig,
 ) -> Option<Inferred> {
-    let present: Vec<(&OccurrenceView<'_>, &Value)> = views
+    let present: Vec<(&OccurrenceView<'_>, &Value)> = field
+        .values
         .iter()
-        .filter_map(|view| view.steps[step].inputs.pointer(field).map(|v| (view, v)))
+        .map(|&(at, value, _)| (&views[at], value))
         .collect();
     let n = present.len();
     if n == 0 {
         return None;
     }
-    let mut keys: HashMap<Key, KeyStats> = HashMap::new();
-    let mut values: HashMap<u64, (usize, usize)> = HashMap::new(); // hash -> (count, first at)
+    let mut keys: FastMap<Key, KeyStats> = FastMap::default();
+    let mut values: FastMap<u64, (usize, usize)> = FastMap::default(); // hash -> (count, first at)
     let mut value_hashes = Vec::with_capacity(n);
-    for (at, (view, value)) in present.iter().enumerate() {
-        let hash = canonical_hash(value);
+    for (at, ((view, value), &(_, _, hash))) in present.iter().zip(&field.values).enumerate() {
         value_hashes.push(hash);
         values.entry(hash).or_insert((0, at)).0 += 1;
         let mut found = 0;
-        let mut seen: HashSet<Key> = HashSet::new();
-        for &id in view.index.candidates(hash) {
+        for id in view.index.candidates(hash) {
             if found >= config.max_locations_per_value {
                 break;
             }
-            let location = &view.index.locations[id];
-            if location.step >= step || view.value_at(location) != Some(*value) {
+            let location = view.index.location(id);
+            if location.step >= step || location.value != *value {
                 continue;
             }
             found += 1;
-            let (key, position) = match (location.side, location.list_pointer(), location.element) {
-                (Side::Output, Some((list, item)), Some(element)) => (
+            let listed = match (location.side, location.element) {
+                (Side::Output, Some(element)) => {
+                    view.index.list_pointer(id).map(|lists| (lists, element))
+                }
+                _ => None,
+            };
+            let (key, position) = match listed {
+                Some(((list_pointer, item_pointer), element)) => (
                     Key::Element {
                         step: location.step,
-                        list_pointer: list.to_string(),
-                        item_pointer: item.to_string(),
+                        list_pointer,
+                        item_pointer,
                     },
                     Some((element.index, element.list_len)),
                 ),
-                _ => (
+                None => (
                     Key::Exact {
                         step: location.step,
                         side: location.side,
-                        pointer: location.pointer.clone(),
+                        pointer: view.index.pointer(id),
                     },
                     None,
                 ),
             };
-            if seen.insert(key.clone()) {
-                keys.entry(key)
-                    .or_insert_with(|| KeyStats::new(n))
-                    .record(at, position);
-            }
+            // A key seen twice in one occurrence counts once (`record` keeps the first).
+            keys.entry(key)
+                .or_insert_with(|| KeyStats::new(n))
+                .record(at, position);
         }
         if found == 0 {
             keys.entry(Key::FlowInput)
@@ -519,7 +611,7 @@ fn infer_field(
         keys.insert(Key::Constant, stats);
     }
     let constant_field = common_count == n && n >= config.min_constant_occurrences.max(2);
-    let field_name = last_segment(field);
+    let field_name = last_segment_cow(&field.pointer);
 
     let mut ranked: Vec<Ranked> = keys
         .into_iter()
@@ -545,7 +637,7 @@ fn infer_field(
                 Key::FlowInput => (40, 0, String::new()),
             };
             let name_match = match &key {
-                Key::Exact { pointer, .. } => last_segment(pointer) == field_name,
+                Key::Exact { pointer, .. } => last_segment_cow(pointer) == field_name,
                 Key::Element {
                     list_pointer,
                     item_pointer,
@@ -556,7 +648,7 @@ fn infer_field(
                     } else {
                         item_pointer
                     };
-                    last_segment(named) == field_name
+                    last_segment_cow(named) == field_name
                 }
                 _ => false,
             };
@@ -577,6 +669,8 @@ fn infer_field(
             }
         })
         .collect();
+    // The first occurrence a key holds in ends the ties (two templates never share one), so
+    // the order, and with it the alternatives reported, does not depend on hash order.
     ranked.sort_by(|a, b| {
         (
             Reverse(a.stats.count),
@@ -585,6 +679,7 @@ fn infer_field(
             !a.name_match,
             a.pointer.len(),
             &a.pointer,
+            a.stats.holds.first(),
         )
             .cmp(&(
                 Reverse(b.stats.count),
@@ -593,6 +688,7 @@ fn infer_field(
                 !b.name_match,
                 b.pointer.len(),
                 &b.pointer,
+                b.stats.holds.first(),
             ))
     });
 
@@ -679,7 +775,7 @@ fn infer_field(
         binding: Binding {
             step,
             tool_name: pattern.tools[step].clone(),
-            field: field.to_string(),
+            field: field.pointer.clone(),
             source,
             confidence,
             observed: n,

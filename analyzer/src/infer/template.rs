@@ -6,7 +6,7 @@ use std::cmp::Reverse;
 use serde_json::Value;
 
 use super::OccurrenceView;
-use super::index::Side;
+use super::index::{LocationId, Side};
 
 /// One part of a template found in one occurrence.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -19,10 +19,11 @@ pub(crate) enum Part {
     },
 }
 
-fn leaf_text(value: &Value) -> Option<String> {
+fn leaf_text(value: &Value) -> Option<&str> {
     match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(s),
+        // `arbitrary_precision` keeps the number's text as written.
+        Value::Number(n) => Some(n.as_str()),
         _ => None,
     }
 }
@@ -50,15 +51,13 @@ pub(crate) fn find_template(
     text: &str,
     min_part: usize,
 ) -> Option<Vec<Part>> {
-    let mut found: Vec<(String, usize)> = Vec::new();
-    for &id in &view.index.text_leaves {
-        let location = &view.index.locations[id];
+    let mut found: Vec<(&str, LocationId)> = Vec::new();
+    for id in view.index.text_leaves() {
+        let location = view.index.location(id);
         if location.step >= step {
             continue;
         }
-        let Some(value) = view.value_at(location) else {
-            continue;
-        };
+        let value = location.value;
         let Some(leaf) = leaf_text(value) else {
             continue;
         };
@@ -69,9 +68,9 @@ pub(crate) fn find_template(
         // Short numbers (a temperature, a count) only fill a whole word of the text: `17` in
         // "Lisbon: 17 degrees", never the `17` inside `2017` or `id-17`.
         let fits = if leaf.len() >= min_part {
-            text.contains(leaf.as_str())
+            text.contains(leaf)
         } else {
-            short_number && !whole_word_matches(text, &leaf).is_empty()
+            short_number && !whole_word_matches(text, leaf).is_empty()
         };
         if fits {
             found.push((leaf, id));
@@ -80,45 +79,56 @@ pub(crate) fn find_template(
     if found.is_empty() {
         return None;
     }
-    found.sort_by_key(|(leaf, id)| {
-        let location = &view.index.locations[*id];
+    let mut found: Vec<(&str, LocationId, String)> = found
+        .into_iter()
+        .map(|(leaf, id)| (leaf, id, view.index.pointer(id)))
+        .collect();
+    found.sort_by(|(a_leaf, a_id, a_pointer), (b_leaf, b_id, b_pointer)| {
+        let a = view.index.location(*a_id);
+        let b = view.index.location(*b_id);
         (
-            Reverse(leaf.len()),
-            location.side != Side::Output,
-            Reverse(location.step),
-            location.pointer.len(),
-            location.pointer.clone(),
+            Reverse(a_leaf.len()),
+            a.side != Side::Output,
+            Reverse(a.step),
+            a_pointer.len(),
+            a_pointer,
         )
+            .cmp(&(
+                Reverse(b_leaf.len()),
+                b.side != Side::Output,
+                Reverse(b.step),
+                b_pointer.len(),
+                b_pointer,
+            ))
     });
     // Claimed byte ranges of `text`, each with the location filling it.
     let mut claimed: Vec<(usize, usize, usize)> = Vec::new();
-    for (leaf, id) in &found {
+    for (number, (leaf, _, _)) in found.iter().enumerate() {
         let starts: Vec<usize> = if leaf.len() >= min_part {
-            text.match_indices(leaf.as_str())
-                .map(|(start, _)| start)
-                .collect()
+            text.match_indices(leaf).map(|(start, _)| start).collect()
         } else {
             whole_word_matches(text, leaf)
         };
         for start in starts {
             let end = start + leaf.len();
             if claimed.iter().all(|&(s, e, _)| end <= s || start >= e) {
-                claimed.push((start, end, *id));
+                claimed.push((start, end, number));
             }
         }
     }
     claimed.sort_unstable();
     let mut parts = Vec::new();
     let mut at = 0;
-    for (start, end, id) in claimed {
+    for (start, end, number) in claimed {
         if start > at {
             parts.push(Part::Literal(text[at..start].to_string()));
         }
-        let location = &view.index.locations[id];
+        let (_, id, pointer) = &found[number];
+        let location = view.index.location(*id);
         parts.push(Part::Slot {
             step: location.step,
             side: location.side,
-            pointer: location.pointer.clone(),
+            pointer: pointer.clone(),
         });
         at = end;
     }
