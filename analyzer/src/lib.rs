@@ -38,6 +38,7 @@
 
 pub mod candidate;
 pub mod error;
+mod fast_hash;
 pub mod infer;
 pub mod mine;
 mod parallel;

@@ -67,10 +67,10 @@ use chainweaver_recorder::model::flow::{DagFlow, DagFlowStep, Flow, FlowDefiniti
 use serde_json::{Map, Value, json};
 
 use crate::error::{AnalyzerError, Result};
-use crate::infer::index::escape_segment;
+use crate::infer::index::{escape_segment, lookup};
 use crate::infer::{
-    InferConfig, OccurrenceView, infer_from_views, occurrence_views, pattern_name,
-    resolve_occurrences,
+    InferConfig, OccurrenceView, index_occurrences, infer_from_views, occurrence_views,
+    pattern_name, resolve_occurrences,
 };
 use crate::parallel;
 
@@ -187,7 +187,8 @@ pub fn build_candidate_with(
     config: &CandidateConfig,
 ) -> Result<Candidate> {
     let resolved = resolve_occurrences(traces, pattern, &config.infer)?;
-    let views = occurrence_views(&resolved, &config.infer, true);
+    let indexed = index_occurrences(&resolved, &config.infer);
+    let views = occurrence_views(&resolved, Some(&indexed));
     let bindings = infer_from_views(&views, pattern, &config.infer);
     Ok(assemble(
         traces, pattern, &views, bindings, profiles, config,
@@ -202,7 +203,7 @@ pub fn candidate_from_bindings(
     config: &CandidateConfig,
 ) -> Result<Candidate> {
     let resolved = resolve_occurrences(traces, pattern, &config.infer)?;
-    let views = occurrence_views(&resolved, &config.infer, false);
+    let views = occurrence_views(&resolved, None);
     for binding in &bindings {
         check_binding(pattern, binding)?;
     }
@@ -297,7 +298,7 @@ impl<'v> Builder<'_, 'v> {
             .iter()
             .map(|v| {
                 let steps: &'v [&'v chainweaver_recorder::model::ObservedStep] = v.steps;
-                steps[step].inputs.pointer(pointer)
+                lookup(&steps[step].inputs, pointer)
             })
             .collect()
     }
@@ -503,7 +504,7 @@ fn assemble(
                         let inner = if more.is_empty() {
                             Some(value)
                         } else {
-                            value.pointer(&more).cloned()
+                            lookup(&value, &more).cloned()
                         };
                         inner.map(Wire::Literal)
                     }
@@ -1086,7 +1087,7 @@ fn context_pointer<'c>(context: &Context<'c>, pointer: &str) -> Option<&'c Value
     } else {
         Cow::Borrowed(segment)
     };
-    context.get(key.as_ref())?.pointer(tail)
+    lookup(context.get(key.as_ref())?, tail)
 }
 
 /// What an input mapping hands a tool, given a context (the specification's semantics).

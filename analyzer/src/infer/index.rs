@@ -5,8 +5,10 @@
 
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+
+pub(crate) use crate::fast_hash::FastMap;
+use crate::fast_hash::NodeHasher;
 
 use serde_json::Value;
 
@@ -61,10 +63,6 @@ pub(crate) struct Location<'v> {
 /// A location of a [`ValueIndex`] (its node number).
 pub(crate) type LocationId = u32;
 
-/// Maps keyed by hashes or short keys inside one analysis: the node hasher instead of SipHash
-/// (the keys come from the analysis itself, looked up millions of times).
-pub(crate) type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<NodeHasher>>;
-
 /// Escape one key for use as a JSON pointer segment (RFC 6901).
 pub(crate) fn escape_segment(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
@@ -85,65 +83,45 @@ pub(crate) fn last_segment_cow(pointer: &str) -> Cow<'_, str> {
     }
 }
 
-/// A fast, non-cryptographic 64-bit hasher for canonical value hashes: eight bytes a round
-/// (multiply and rotate), then a full avalanche at the end. Value hashes are computed for every
-/// node of every payload, where SipHash's per-call cost dominated; collisions are checked by
-/// equality wherever a hash picks a location.
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct NodeHasher(u64);
-
-const NODE_HASH_MUL: u64 = 0x9E37_79B9_7F4A_7C15;
-
-impl NodeHasher {
-    #[inline]
-    fn mix(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(NODE_HASH_MUL);
+/// The value at a JSON pointer (RFC 6901), like [`Value::pointer`] but without allocating:
+/// segments are unescaped only when they hold an escape, and small objects are searched by a
+/// scan instead of hashing the key.
+pub(crate) fn lookup<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
+    if pointer.is_empty() {
+        return Some(value);
     }
+    let rest = pointer.strip_prefix('/')?;
+    let mut node = value;
+    for raw in rest.split('/') {
+        let segment = if raw.contains('~') {
+            Cow::Owned(raw.replace("~1", "/").replace("~0", "~"))
+        } else {
+            Cow::Borrowed(raw)
+        };
+        node = match node {
+            Value::Object(map) if map.len() <= SMALL_OBJECT => map
+                .iter()
+                .find_map(|(k, v)| (k.as_str() == segment.as_ref()).then_some(v))?,
+            Value::Object(map) => map.get(segment.as_ref())?,
+            Value::Array(items) => items.get(array_index(&segment)?)?,
+            _ => return None,
+        };
+    }
+    Some(node)
 }
 
-impl Hasher for NodeHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.mix(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            // The length keeps "a" and "a\0" apart.
-            self.mix(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
+/// Objects up to this many keys are searched by a scan in [`lookup`].
+const SMALL_OBJECT: usize = 8;
 
-    #[inline]
-    fn write_u8(&mut self, value: u8) {
-        self.mix(u64::from(value) | 0x100);
+/// An array index segment as RFC 6901 spells it: digits, no sign, no leading zero.
+fn array_index(segment: &str) -> Option<usize> {
+    if segment.is_empty()
+        || !segment.bytes().all(|b| b.is_ascii_digit())
+        || (segment.len() > 1 && segment.starts_with('0'))
+    {
+        return None;
     }
-
-    #[inline]
-    fn write_u64(&mut self, value: u64) {
-        self.mix(value);
-    }
-
-    #[inline]
-    fn write_usize(&mut self, value: usize) {
-        self.mix(value as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        // murmur3's fmix64.
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        h ^ (h >> 33)
-    }
+    segment.parse().ok()
 }
 
 fn finish<H: Hash>(tag: u8, value: H) -> u64 {
@@ -327,21 +305,33 @@ fn hash_iterative(root: &Value) -> u64 {
     }
 }
 
-/// Hash -> locations for every node of the payloads of one occurrence (its steps' inputs and
-/// outputs, in the order added). All payloads share three vectors, so an occurrence costs a
-/// few allocations however many nodes it has.
+/// Hash -> locations for every node of the payloads of many occurrences (their steps' inputs
+/// and outputs, occurrence after occurrence): one set of vectors for all of a pattern's
+/// occurrences, so indexing costs a few allocations however many nodes there are. Each
+/// occurrence reads its own part through an [`OccurrenceIndex`].
 #[derive(Debug, Default)]
 pub(crate) struct ValueIndex<'v> {
-    /// `(hash, node)`, sorted by hash; nodes of one hash in the order indexed (payload by
-    /// payload, post-order within each).
+    /// `(hash, node)`, sorted by hash within each occurrence; nodes of one hash in the order
+    /// indexed (payload by payload, post-order within each).
     by_hash: Vec<(u64, u32)>,
+    /// Where the current occurrence starts in `by_hash` and `text_leaves`.
+    occurrence_start: (usize, usize),
     /// Parents before their children.
     nodes: Vec<Node<'v>>,
     /// String (and number) leaves, for template search.
-    text_leaves: Vec<u32>,
+    text_leaves: Vec<TextLeaf<'v>>,
     /// Child hashes of the containers being walked, as stacks shared by all levels.
     item_hashes: Vec<u64>,
     entry_hashes: Vec<(u64, u64)>,
+}
+
+/// A string or number leaf, with its text (a number's as written).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TextLeaf<'v> {
+    pub id: LocationId,
+    pub step: usize,
+    pub text: &'v str,
+    pub number: bool,
 }
 
 /// Where one payload walk stands.
@@ -352,14 +342,38 @@ struct Walk {
 }
 
 impl<'v> ValueIndex<'v> {
-    /// An index with room for about `nodes` nodes.
-    pub fn with_capacity(nodes: usize) -> Self {
-        Self {
-            by_hash: Vec::with_capacity(nodes),
-            nodes: Vec::with_capacity(nodes),
-            text_leaves: Vec::with_capacity(nodes / 2),
-            item_hashes: Vec::with_capacity(16),
-            entry_hashes: Vec::with_capacity(16),
+    /// An empty index (for views that index nothing).
+    const EMPTY: ValueIndex<'static> = ValueIndex {
+        by_hash: Vec::new(),
+        occurrence_start: (0, 0),
+        nodes: Vec::new(),
+        text_leaves: Vec::new(),
+        item_hashes: Vec::new(),
+        entry_hashes: Vec::new(),
+    };
+
+    /// Payloads added from now on belong to a new occurrence.
+    pub fn begin_occurrence(&mut self) {
+        self.occurrence_start = (self.by_hash.len(), self.text_leaves.len());
+    }
+
+    /// The part of the occurrence begun last, as `(by_hash, text_leaves)` ranges.
+    pub fn occurrence_span(&self) -> OccurrenceSpan {
+        OccurrenceSpan {
+            hashes: self.occurrence_start.0..self.by_hash.len(),
+            leaves: self.occurrence_start.1..self.text_leaves.len(),
+        }
+    }
+
+    /// Everything indexed, read as one occurrence.
+    #[cfg(test)]
+    pub fn whole(&self) -> OccurrenceIndex<'_, 'v> {
+        OccurrenceIndex {
+            index: self,
+            span: OccurrenceSpan {
+                hashes: 0..self.by_hash.len(),
+                leaves: 0..self.text_leaves.len(),
+            },
         }
     }
 
@@ -374,10 +388,12 @@ impl<'v> ValueIndex<'v> {
         };
         let start = self.by_hash.len();
         self.walk(value, NO_PARENT, Segment::Root, None, &mut walk, 0);
-        // Stable: equal hashes keep their order. Only the new run is sorted, then merged.
+        // Stable: equal hashes keep their order. The new run is sorted, then merged with the
+        // occurrence's earlier payloads.
         self.by_hash[start..].sort_by_key(|&(hash, _)| hash);
-        if start > 0 {
-            self.by_hash.sort_by_key(|&(hash, _)| hash);
+        let occurrence = self.occurrence_start.0;
+        if start > occurrence {
+            self.by_hash[occurrence..].sort_by_key(|&(hash, _)| hash);
         }
     }
 
@@ -442,36 +458,23 @@ impl<'v> ValueIndex<'v> {
             }
             leaf => leaf_hash(leaf),
         };
-        if matches!(value, Value::String(_) | Value::Number(_)) {
-            self.text_leaves.push(id);
+        match value {
+            Value::String(text) => self.text_leaves.push(TextLeaf {
+                id,
+                step: walk.step as usize,
+                text,
+                number: false,
+            }),
+            Value::Number(n) => self.text_leaves.push(TextLeaf {
+                id,
+                step: walk.step as usize,
+                text: number_text(n),
+                number: true,
+            }),
+            _ => {}
         }
         self.by_hash.push((hash, id));
         hash
-    }
-
-    /// Locations whose value hashes like `hash` (callers check equality), in the order
-    /// indexed.
-    pub fn candidates(&self, hash: u64) -> impl Iterator<Item = LocationId> + '_ {
-        let start = self.by_hash.partition_point(|&(h, _)| h < hash);
-        self.by_hash[start..]
-            .iter()
-            .take_while(move |&&(h, _)| h == hash)
-            .map(|&(_, id)| id)
-    }
-
-    /// String and number leaves, in the order indexed.
-    pub fn text_leaves(&self) -> impl Iterator<Item = LocationId> + '_ {
-        self.text_leaves.iter().copied()
-    }
-
-    pub fn location(&self, id: LocationId) -> Location<'v> {
-        let node = &self.nodes[id as usize];
-        Location {
-            step: node.step as usize,
-            side: node.side,
-            value: node.value,
-            element: node.element,
-        }
     }
 
     /// The JSON pointer of node `id` below node `above` (`NO_PARENT`: the payload root),
@@ -507,22 +510,81 @@ impl<'v> ValueIndex<'v> {
             }
         }
     }
+}
+
+/// What views without an index read.
+static EMPTY_INDEX: ValueIndex<'static> = ValueIndex::EMPTY;
+
+/// Where one occurrence's entries lie in a shared [`ValueIndex`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct OccurrenceSpan {
+    hashes: std::ops::Range<usize>,
+    leaves: std::ops::Range<usize>,
+}
+
+/// One occurrence's view of a shared [`ValueIndex`].
+#[derive(Debug, Clone)]
+pub(crate) struct OccurrenceIndex<'a, 'v> {
+    index: &'a ValueIndex<'v>,
+    span: OccurrenceSpan,
+}
+
+impl Default for OccurrenceIndex<'_, '_> {
+    fn default() -> Self {
+        OccurrenceIndex {
+            index: &EMPTY_INDEX,
+            span: OccurrenceSpan::default(),
+        }
+    }
+}
+
+impl<'a, 'v> OccurrenceIndex<'a, 'v> {
+    pub fn new(index: &'a ValueIndex<'v>, span: OccurrenceSpan) -> Self {
+        Self { index, span }
+    }
+
+    /// Locations whose value hashes like `hash` (callers check equality), in the order
+    /// indexed.
+    pub fn candidates(&self, hash: u64) -> impl Iterator<Item = LocationId> + '_ {
+        let by_hash = &self.index.by_hash[self.span.hashes.clone()];
+        let start = by_hash.partition_point(|&(h, _)| h < hash);
+        by_hash[start..]
+            .iter()
+            .take_while(move |&&(h, _)| h == hash)
+            .map(|&(_, id)| id)
+    }
+
+    /// String and number leaves, in the order indexed.
+    pub fn text_leaves(&self) -> &'a [TextLeaf<'v>] {
+        &self.index.text_leaves[self.span.leaves.clone()]
+    }
+
+    pub fn location(&self, id: LocationId) -> Location<'v> {
+        let node = &self.index.nodes[id as usize];
+        Location {
+            step: node.step as usize,
+            side: node.side,
+            value: node.value,
+            element: node.element,
+        }
+    }
 
     /// The JSON pointer of a location in its payload.
     pub fn pointer(&self, id: LocationId) -> String {
-        self.pointer_below(id, NO_PARENT)
+        self.index.pointer_below(id, NO_PARENT)
     }
 
     /// For a location inside a list: the list's pointer and the pointer inside the element.
     pub fn list_pointer(&self, id: LocationId) -> Option<(String, String)> {
-        let element = self.nodes[id as usize].element?;
-        let list = self.pointer_below(element.list, NO_PARENT);
+        let nodes = &self.index.nodes;
+        let element = nodes[id as usize].element?;
+        let list = self.index.pointer_below(element.list, NO_PARENT);
         // The element itself is the list's child on the way up from `id`.
         let mut child = id;
-        while self.nodes[child as usize].parent != element.list {
-            child = self.nodes[child as usize].parent;
+        while nodes[child as usize].parent != element.list {
+            child = nodes[child as usize].parent;
         }
-        Some((list, self.pointer_below(id, child)))
+        Some((list, self.index.pointer_below(id, child)))
     }
 }
 
@@ -543,9 +605,10 @@ mod tests {
 
     #[test]
     fn index_finds_nested_values_with_list_positions() {
-        let mut index = ValueIndex::default();
+        let mut built = ValueIndex::default();
         let out = json!({"orders": ["#A", "#B"], "a/b": {"c": "#B"}});
-        index.add(0, Side::Output, &out, 100);
+        built.add(0, Side::Output, &out, 100);
+        let index = built.whole();
         let ids: Vec<LocationId> = index.candidates(canonical_hash(&json!("#B"))).collect();
         let hits: Vec<Location<'_>> = ids.iter().map(|&id| index.location(id)).collect();
         let pointers: Vec<String> = ids.iter().map(|&id| index.pointer(id)).collect();
@@ -562,12 +625,49 @@ mod tests {
     }
 
     #[test]
+    fn occurrences_sharing_an_index_see_only_their_own_payloads() {
+        let first = json!({"id": "x", "n": 1});
+        let second = json!({"id": "y", "n": 1, "more": ["x"]});
+        let mut built = ValueIndex::default();
+        built.begin_occurrence();
+        built.add(0, Side::Output, &first, 100);
+        let one = built.occurrence_span();
+        built.begin_occurrence();
+        let unrelated = json!("unrelated");
+        built.add(0, Side::Input, &unrelated, 100);
+        built.add(1, Side::Output, &second, 100);
+        let two = built.occurrence_span();
+        let one = OccurrenceIndex::new(&built, one);
+        let two = OccurrenceIndex::new(&built, two);
+        let pointers = |index: &OccurrenceIndex<'_, '_>, value: &Value| -> Vec<String> {
+            index
+                .candidates(canonical_hash(value))
+                .map(|id| index.pointer(id))
+                .collect()
+        };
+        assert_eq!(pointers(&one, &json!("x")), vec!["/id"]);
+        assert_eq!(pointers(&two, &json!("x")), vec!["/more/0"]);
+        assert_eq!(pointers(&one, &json!(1)), vec!["/n"]);
+        assert_eq!(pointers(&two, &json!(1)), vec!["/n"]);
+        assert!(pointers(&one, &json!("y")).is_empty());
+        assert_eq!(one.text_leaves().len(), 2);
+        assert_eq!(two.text_leaves().len(), 4);
+        assert!(
+            OccurrenceIndex::default()
+                .candidates(canonical_hash(&json!(1)))
+                .next()
+                .is_none()
+        );
+    }
+
+    #[test]
     fn pointers_are_spelled_out_from_the_links() {
         let out = json!({"users": [{"id": "u1"}, {"profile": {"id": "u2", "a~b": [7, "u3"]}}]});
         let input = json!({"u2": "unrelated"});
-        let mut index = ValueIndex::default();
-        index.add(0, Side::Input, &input, 100);
-        index.add(1, Side::Output, &out, 100);
+        let mut built = ValueIndex::default();
+        built.add(0, Side::Input, &input, 100);
+        built.add(1, Side::Output, &out, 100);
+        let index = built.whole();
         let find = |value: &Value| {
             index
                 .candidates(canonical_hash(value))
@@ -593,10 +693,7 @@ mod tests {
         assert_eq!(index.location(u2).side, Side::Output);
         // Payloads come in the order added: the input's "unrelated" leaf, then the output's
         // "u1", "u2", 7 and "u3".
-        let leaves: Vec<usize> = index
-            .text_leaves()
-            .map(|id| index.location(id).step)
-            .collect();
+        let leaves: Vec<usize> = index.text_leaves().iter().map(|leaf| leaf.step).collect();
         assert_eq!(leaves, vec![0, 1, 1, 1, 1]);
     }
 
@@ -637,6 +734,43 @@ mod tests {
                 },
                 _ => break,
             };
+        }
+    }
+
+    #[test]
+    fn lookup_agrees_with_serde_json_pointer() {
+        let value = json!({
+            "a": [1, {"b~c": {"d/e": "x"}}, [true]],
+            "": {"": 0},
+            "many": {"k0": 0, "k1": 1, "k2": 2, "k3": 3, "k4": 4, "k5": 5, "k6": 6, "k7": 7,
+                     "k8": 8, "k9": 9},
+            "07": "leading zero key"
+        });
+        for pointer in [
+            "",
+            "/a",
+            "/a/0",
+            "/a/1/b~0c/d~1e",
+            "/a/2/0",
+            "/a/01",
+            "/a/-",
+            "/a/+1",
+            "/a/3",
+            "/",
+            "//",
+            "/many/k9",
+            "/many/k10",
+            "/07",
+            "/a/1/b~c",
+            "a",
+            "/a/0/x",
+            "/a/1/",
+        ] {
+            assert_eq!(
+                lookup(&value, pointer),
+                value.pointer(pointer),
+                "{pointer:?}"
+            );
         }
     }
 

@@ -50,7 +50,10 @@ use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::Value;
 
 use crate::error::{AnalyzerError, Result};
-use index::{FastMap, Side, ValueIndex, canonical_hash, last_segment, last_segment_cow};
+use index::{
+    FastMap, OccurrenceIndex, OccurrenceSpan, Side, ValueIndex, canonical_hash, last_segment,
+    last_segment_cow,
+};
 use template::{Part, find_template};
 
 /// Tuning of binding inference.
@@ -128,7 +131,7 @@ pub(crate) struct OccurrenceView<'a> {
     pub steps: &'a [&'a ObservedStep],
     /// Normalized outputs; `None` for a failed step or one without a result.
     pub outputs: Vec<Option<&'a Value>>,
-    pub index: ValueIndex<'a>,
+    pub index: OccurrenceIndex<'a, 'a>,
 }
 
 /// The pattern's name in messages: its tools joined by ` -> `.
@@ -221,42 +224,52 @@ pub(crate) fn resolve_occurrences<'t>(
     Ok(views)
 }
 
-/// Views of resolved occurrences; the payloads are indexed when `with_index`.
-pub(crate) fn occurrence_views<'a>(
+/// The payloads of every resolved occurrence in one shared index (all steps but the last: its
+/// payloads never explain anything, nothing comes after it), with each occurrence's part.
+pub(crate) fn index_occurrences<'a>(
     resolved: &'a [ResolvedOccurrence<'_>],
     config: &InferConfig,
-    with_index: bool,
+) -> (ValueIndex<'a>, Vec<OccurrenceSpan>) {
+    let mut index = ValueIndex::default();
+    let mut spans = Vec::with_capacity(resolved.len());
+    let max = config.max_nodes_per_payload;
+    for occurrence in resolved {
+        index.begin_occurrence();
+        let indexed = occurrence.steps.len().saturating_sub(1);
+        for (position, (step, output)) in occurrence
+            .steps
+            .iter()
+            .zip(&occurrence.outputs)
+            .enumerate()
+            .take(indexed)
+        {
+            index.add(position, Side::Input, &step.inputs, max);
+            if let Some(output) = output {
+                index.add(position, Side::Output, output, max);
+            }
+        }
+        spans.push(index.occurrence_span());
+    }
+    (index, spans)
+}
+
+/// Views of resolved occurrences, reading `indexed` (from [`index_occurrences`] over the same
+/// occurrences) when given; without it the views index nothing.
+pub(crate) fn occurrence_views<'a>(
+    resolved: &'a [ResolvedOccurrence<'_>],
+    indexed: Option<&'a (ValueIndex<'a>, Vec<OccurrenceSpan>)>,
 ) -> Vec<OccurrenceView<'a>> {
     resolved
         .iter()
-        .map(|occurrence| {
-            let outputs: Vec<Option<&Value>> =
-                occurrence.outputs.iter().map(|o| o.as_deref()).collect();
-            let mut index = ValueIndex::default();
-            if with_index {
-                index = ValueIndex::with_capacity(128);
-                // The last step's payloads never explain anything: nothing comes after it.
-                let indexed = occurrence.steps.len().saturating_sub(1);
-                for (position, (step, output)) in occurrence
-                    .steps
-                    .iter()
-                    .zip(&outputs)
-                    .enumerate()
-                    .take(indexed)
-                {
-                    let max = config.max_nodes_per_payload;
-                    index.add(position, Side::Input, &step.inputs, max);
-                    if let Some(output) = output {
-                        index.add(position, Side::Output, output, max);
-                    }
-                }
-            }
-            OccurrenceView {
-                trace: occurrence.trace,
-                steps: &occurrence.steps,
-                outputs,
-                index,
-            }
+        .enumerate()
+        .map(|(at, occurrence)| OccurrenceView {
+            trace: occurrence.trace,
+            steps: &occurrence.steps,
+            outputs: occurrence.outputs.iter().map(|o| o.as_deref()).collect(),
+            index: match indexed {
+                Some((index, spans)) => OccurrenceIndex::new(index, spans[at].clone()),
+                None => OccurrenceIndex::default(),
+            },
         })
         .collect()
 }
@@ -271,7 +284,8 @@ pub fn infer_bindings(
     config: &InferConfig,
 ) -> Result<Vec<Binding>> {
     let resolved = resolve_occurrences(traces, pattern, config)?;
-    let views = occurrence_views(&resolved, config, true);
+    let indexed = index_occurrences(&resolved, config);
+    let views = occurrence_views(&resolved, Some(&indexed));
     Ok(infer_from_views(&views, pattern, config))
 }
 

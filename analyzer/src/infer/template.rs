@@ -3,8 +3,6 @@
 
 use std::cmp::Reverse;
 
-use serde_json::Value;
-
 use super::OccurrenceView;
 use super::index::{LocationId, Side};
 
@@ -17,15 +15,6 @@ pub(crate) enum Part {
         side: Side,
         pointer: String,
     },
-}
-
-fn leaf_text(value: &Value) -> Option<&str> {
-    match value {
-        Value::String(s) => Some(s),
-        // `arbitrary_precision` keeps the number's text as written.
-        Value::Number(n) => Some(n.as_str()),
-        _ => None,
-    }
 }
 
 /// Byte offsets where `word` stands in `text` as a word of its own: no letter, digit or joiner
@@ -52,28 +41,21 @@ pub(crate) fn find_template(
     min_part: usize,
 ) -> Option<Vec<Part>> {
     let mut found: Vec<(&str, LocationId)> = Vec::new();
-    for id in view.index.text_leaves() {
-        let location = view.index.location(id);
-        if location.step >= step {
+    for leaf in view.index.text_leaves() {
+        // Cheapest tests first: this runs for every leaf of every earlier payload.
+        if leaf.step >= step || leaf.text.is_empty() || leaf.text.len() >= text.len() {
             continue;
         }
-        let value = location.value;
-        let Some(leaf) = leaf_text(value) else {
-            continue;
-        };
-        let short_number = leaf.len() < min_part && value.is_number();
-        if leaf.is_empty() || leaf.len() >= text.len() {
-            continue;
-        }
+        let short_number = leaf.text.len() < min_part && leaf.number;
         // Short numbers (a temperature, a count) only fill a whole word of the text: `17` in
         // "Lisbon: 17 degrees", never the `17` inside `2017` or `id-17`.
-        let fits = if leaf.len() >= min_part {
-            text.contains(leaf)
+        let fits = if leaf.text.len() >= min_part {
+            text.contains(leaf.text)
         } else {
-            short_number && !whole_word_matches(text, leaf).is_empty()
+            short_number && !whole_word_matches(text, leaf.text).is_empty()
         };
         if fits {
-            found.push((leaf, id));
+            found.push((leaf.text, leaf.id));
         }
     }
     if found.is_empty() {

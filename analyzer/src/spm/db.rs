@@ -6,6 +6,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::error::SpmError;
+use crate::fast_hash::FastMap;
 
 /// Positions are 32-bit inside the miners; one extra slot per sequence keeps ends addressable.
 const MAX_POSITIONS: u64 = u32::MAX as u64 - 1;
@@ -215,7 +216,7 @@ pub struct SequenceDbBuilder {
     items: Vec<u32>,
     offsets: Vec<u32>,
     names: Vec<String>,
-    index: HashMap<String, u32>,
+    index: FastMap<String, u32>,
 }
 
 impl SequenceDbBuilder {
