@@ -28,7 +28,8 @@ fi
 for steps in $sizes; do
     file="$data/synth-$steps.jsonl"
     "$bench" jsonl "$steps" "$file" >/dev/null
-    ours=$("$bench" jsonl-mine "$file")
+    # Ours: the median of five analyses of the loaded file (the per-run times go to stderr).
+    ours=$("$bench" jsonl-mine "$file" --repeat 5)
     python=$("$venv/bin/python" scripts/bench_mine_python.py "$file" none "$timeout")
     python3 - "$ours" "$python" <<'PY'
 import json, sys

@@ -1,7 +1,9 @@
-//! Value index of one occurrence: canonical hash of every JSON node -> where it sits.
+//! Value index of a pattern's occurrences: canonical hash of every JSON node -> where it sits.
 //!
-//! Building it is one post-order walk over each payload (linear in its size, capped); looking a
-//! value up is one hash probe plus an equality check per hit.
+//! Building it is one walk over each payload (linear in its size, capped) into vectors shared
+//! by all of a pattern's occurrences; looking a value up in one occurrence is a binary search
+//! of that occurrence's sorted hashes plus an equality check per hit. Nodes keep borrowed
+//! values and parent links; a JSON pointer is spelled out only for the nodes a lookup picks.
 
 use std::borrow::Cow;
 use std::cell::RefCell;

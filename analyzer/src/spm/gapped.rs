@@ -16,9 +16,15 @@
 //! Projections live in a stack-shaped arena: a node's children are laid out together after it
 //! and released when the traversal leaves the node, so memory follows the data and the depth,
 //! not the number of patterns.
+//!
+//! Identical sequences are mined once: the database is reduced to its distinct sequences, each
+//! weighted by how many times it occurs, and a pattern's support is the sum of the weights of
+//! the distinct sequences holding it. Traces repeat (the same tool sequence from many sessions,
+//! a log replayed), and then the cost follows the distinct traffic, not its volume.
 
 use super::db::SequenceDb;
 use super::error::SpmError;
+use crate::fast_hash::FastMap;
 
 /// Options of the gapped miner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,13 +110,69 @@ where
         .map(|w| w[1] - w[0])
         .max()
         .unwrap_or(0);
-    let mut miner = Miner::new(db, options, visitor);
+    let distinct = Distinct::of(db.items(), db.offsets());
+    let (items, offsets, weights) = match &distinct {
+        Some(d) => (
+            d.items.as_slice(),
+            d.offsets.as_slice(),
+            d.weights.as_slice(),
+        ),
+        None => (db.items(), db.offsets(), &[][..]),
+    };
+    let mut miner = Miner::new(items, offsets, db.num_items(), weights, options, visitor);
     match options.max_gap {
         // A gap as long as the longest sequence bounds nothing.
         Some(gap) if gap.saturating_add(1) < longest => miner.run_bounded(gap),
         _ => miner.run_unbounded(),
     }
     Ok(())
+}
+
+/// The distinct sequences of a database, each with how many times it occurs.
+struct Distinct {
+    items: Vec<u32>,
+    offsets: Vec<u32>,
+    weights: Vec<u32>,
+}
+
+impl Distinct {
+    /// `None` when every sequence is distinct (then the database is mined as it is).
+    fn of(items: &[u32], offsets: &[u32]) -> Option<Self> {
+        let n_seq = offsets.len().saturating_sub(1);
+        let sequence = |i: usize| &items[offsets[i] as usize..offsets[i + 1] as usize];
+        // First sight of each distinct sequence, in order; weights counted alongside.
+        let mut first: FastMap<&[u32], u32> = FastMap::default();
+        first.reserve(n_seq);
+        let mut kept: Vec<usize> = Vec::new();
+        let mut weights: Vec<u32> = Vec::new();
+        for i in 0..n_seq {
+            match first.entry(sequence(i)) {
+                std::collections::hash_map::Entry::Occupied(slot) => {
+                    weights[*slot.get() as usize] += 1;
+                }
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(kept.len() as u32);
+                    kept.push(i);
+                    weights.push(1);
+                }
+            }
+        }
+        if kept.len() == n_seq {
+            return None;
+        }
+        let mut distinct_items = Vec::new();
+        let mut distinct_offsets = Vec::with_capacity(kept.len() + 1);
+        distinct_offsets.push(0u32);
+        for &i in &kept {
+            distinct_items.extend_from_slice(sequence(i));
+            distinct_offsets.push(distinct_items.len() as u32);
+        }
+        Some(Self {
+            items: distinct_items,
+            offsets: distinct_offsets,
+            weights,
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -131,6 +193,8 @@ const SCAN_LIMIT: usize = 48;
 struct Miner<'a, F> {
     items: &'a [u32],
     offsets: &'a [u32],
+    /// Per sequence: how many identical sequences it stands for (empty: one each).
+    weights: &'a [u32],
     min_support: u32,
     min_length: usize,
     max_length: usize,
@@ -138,8 +202,10 @@ struct Miner<'a, F> {
     arena: Vec<u32>,
     stack: Vec<Frame>,
     pattern: Vec<u32>,
-    /// Per item: sequences counted at this node.
+    /// Per item: support at this node (sequences counted, by weight).
     support: Vec<u32>,
+    /// Per item: projected sequences at this node (each once, whatever its weight).
+    rows: Vec<u32>,
     /// Per item: end positions counted at this node (bounded gap).
     ends: Vec<u32>,
     /// Per item: the last sequence/entry stamp that counted it.
@@ -152,11 +218,18 @@ struct Miner<'a, F> {
 }
 
 impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
-    fn new(db: &'a SequenceDb, options: &GappedOptions, visitor: F) -> Self {
-        let n = db.num_items();
+    fn new(
+        items: &'a [u32],
+        offsets: &'a [u32],
+        n: usize,
+        weights: &'a [u32],
+        options: &GappedOptions,
+        visitor: F,
+    ) -> Self {
         Self {
-            items: db.items(),
-            offsets: db.offsets(),
+            items,
+            offsets,
+            weights,
             min_support: options.min_support,
             min_length: options.min_length,
             max_length: options.max_length.unwrap_or(usize::MAX),
@@ -165,6 +238,7 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
             stack: Vec::new(),
             pattern: Vec::new(),
             support: vec![0; n],
+            rows: vec![0; n],
             ends: vec![0; n],
             stamp: vec![u32::MAX; n],
             next_stamp: 0,
@@ -186,18 +260,26 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
         self.next_stamp
     }
 
+    /// How many sequences sequence `seq` stands for.
     #[inline]
-    fn count(&mut self, item: u32) {
+    fn weight(&self, seq: usize) -> u32 {
+        self.weights.get(seq).copied().unwrap_or(1)
+    }
+
+    #[inline]
+    fn count(&mut self, item: u32, weight: u32) {
         let i = item as usize;
-        if self.support[i] == 0 && self.ends[i] == 0 {
+        if self.rows[i] == 0 && self.ends[i] == 0 {
             self.touched.push(item);
         }
-        self.support[i] += 1;
+        self.support[i] += weight;
+        self.rows[i] += 1;
     }
 
     fn clear_counts(&mut self) {
         for &c in &self.touched {
             self.support[c as usize] = 0;
+            self.rows[c as usize] = 0;
             self.ends[c as usize] = 0;
             self.cursor[c as usize] = NO_CURSOR;
         }
@@ -259,12 +341,13 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
         last_off.push(0u32);
         for seq in 0..n_seq {
             let stamp = self.new_stamp();
+            let weight = self.weight(seq);
             for pos in (offsets[seq] as usize..offsets[seq + 1] as usize).rev() {
                 let c = items[pos];
                 if self.stamp[c as usize] != stamp {
                     self.stamp[c as usize] = stamp;
                     last.push((c, pos as u32));
-                    self.count(c);
+                    self.count(c, weight);
                 }
             }
             last_off.push(last.len() as u32);
@@ -291,7 +374,7 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
         let mut total = 0usize;
         for &c in &self.children {
             self.cursor[c as usize] = total;
-            total += 2 * self.support[c as usize] as usize;
+            total += 2 * self.rows[c as usize] as usize;
         }
         self.arena.resize(total, 0);
         for seq in 0..n_seq {
@@ -320,15 +403,17 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
             // Count: items whose last position lies after the pattern's earliest end.
             for rec in self.arena[frame.start..frame.end].chunks_exact(2) {
                 let (seq, end) = (rec[0] as usize, rec[1]);
+                let weight = self.weights.get(seq).copied().unwrap_or(1);
                 for &(c, at) in &last[last_off[seq] as usize..last_off[seq + 1] as usize] {
                     if at <= end {
                         break;
                     }
                     let i = c as usize;
-                    if self.support[i] == 0 {
+                    if self.rows[i] == 0 {
                         self.touched.push(c);
                     }
-                    self.support[i] += 1;
+                    self.support[i] += weight;
+                    self.rows[i] += 1;
                 }
             }
             self.select_children();
@@ -340,7 +425,7 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
             let mut total = 0usize;
             for &c in &self.children {
                 self.cursor[c as usize] = base + total;
-                total += 2 * self.support[c as usize] as usize;
+                total += 2 * self.rows[c as usize] as usize;
             }
             self.arena.resize(base + total, 0);
             // Project: the first occurrence of every frequent item after the end. A short
@@ -426,15 +511,16 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
         // Roots: every frequent item with all its positions.
         for seq in 0..n_seq {
             let stamp = self.new_stamp();
+            let weight = self.weight(seq);
             for &c in &items[offsets[seq] as usize..offsets[seq + 1] as usize] {
-                self.tally(c, stamp);
+                self.tally(c, stamp, weight);
             }
         }
         self.select_children();
         let mut total = 0usize;
         for &c in &self.children {
             self.cursor[c as usize] = total;
-            total += 2 * self.support[c as usize] as usize + self.ends[c as usize] as usize;
+            total += 2 * self.rows[c as usize] as usize + self.ends[c as usize] as usize;
         }
         self.arena.resize(total, 0);
         for seq in 0..n_seq {
@@ -457,13 +543,14 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
                 let k = self.arena[at + 1] as usize;
                 let seq_end = offsets[seq + 1] as usize;
                 let stamp = self.new_stamp();
+                let weight = self.weight(seq);
                 let mut covered = 0usize;
                 for i in at + 2..at + 2 + k {
                     let e = self.arena[i] as usize;
                     let lo = (e + 1).max(covered);
                     let hi = (e + 1 + reach).min(seq_end);
                     for &c in items.get(lo..hi).unwrap_or(&[]) {
-                        self.tally(c, stamp);
+                        self.tally(c, stamp, weight);
                     }
                     covered = covered.max(hi);
                 }
@@ -478,7 +565,7 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
             let mut total = 0usize;
             for &c in &self.children {
                 self.cursor[c as usize] = base + total;
-                total += 2 * self.support[c as usize] as usize + self.ends[c as usize] as usize;
+                total += 2 * self.rows[c as usize] as usize + self.ends[c as usize] as usize;
             }
             self.arena.resize(base + total, 0);
             let mut at = frame.start;
@@ -504,17 +591,19 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
         }
     }
 
-    /// Counts one candidate end position of item `c` for the entry marked `stamp`.
+    /// Counts one candidate end position of item `c` for the entry marked `stamp`, a
+    /// sequence standing for `weight` identical ones.
     #[inline]
-    fn tally(&mut self, c: u32, stamp: u32) {
+    fn tally(&mut self, c: u32, stamp: u32, weight: u32) {
         let i = c as usize;
-        if self.support[i] == 0 && self.ends[i] == 0 {
+        if self.rows[i] == 0 && self.ends[i] == 0 {
             self.touched.push(c);
         }
         self.ends[i] += 1;
         if self.stamp[i] != stamp {
             self.stamp[i] = stamp;
-            self.support[i] += 1;
+            self.support[i] += weight;
+            self.rows[i] += 1;
         }
     }
 
@@ -539,5 +628,24 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
             self.cursor[c] = at + 1;
         }
         self.arena[self.header[c] + 1] += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Distinct;
+
+    #[test]
+    fn distinct_sequences_keep_first_sight_order_and_count_copies() {
+        // Sequences: [1 2], [3], [1 2], [], [3], [1 2], [].
+        let items = [1, 2, 3, 1, 2, 3, 1, 2];
+        let offsets = [0, 2, 3, 5, 5, 6, 8, 8];
+        let d = Distinct::of(&items, &offsets).expect("copies found");
+        assert_eq!(d.items, vec![1, 2, 3]);
+        assert_eq!(d.offsets, vec![0, 2, 3, 3]);
+        assert_eq!(d.weights, vec![3, 2, 2]);
+        // All distinct: mined as they are.
+        assert!(Distinct::of(&[1, 2], &[0, 1, 2]).is_none());
+        assert!(Distinct::of(&[], &[0]).is_none());
     }
 }

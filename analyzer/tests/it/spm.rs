@@ -161,6 +161,52 @@ fn gapped_matches_reference_on_random_inputs() {
     );
 }
 
+/// Identical sequences are mined once with a weight: supports must still count every copy.
+#[test]
+fn gapped_matches_reference_with_repeated_sequences() {
+    let mut rng = Rng(0x5EED_0DD5);
+    let mut repeated_inputs = 0;
+    for case in 0..1500 {
+        let text = random_spmf(&mut rng, 7);
+        // Each sequence line appears one to four times, copies placed anywhere.
+        let lines: Vec<&str> = std::str::from_utf8(&text)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
+        let mut copies: Vec<&str> = Vec::new();
+        for line in &lines {
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(copies.len() as u64 + 1) as usize;
+                copies.insert(at, line);
+            }
+        }
+        repeated_inputs += usize::from(copies.len() > lines.len());
+        let repeated = copies.join("\n");
+        let db = SequenceDb::parse_spmf(repeated.as_bytes()).unwrap();
+        for min_support in [1, 2, 3, 5] {
+            for max_gap in [None, Some(0), Some(1), Some(3)] {
+                let options = GappedOptions {
+                    min_support,
+                    max_gap,
+                    min_length: 1,
+                    max_length: None,
+                };
+                let expected = reference::gapped(&db, min_support, max_gap, 1, None).unwrap();
+                assert_eq!(
+                    gapped_map(&db, &options),
+                    expected,
+                    "case {case}, {options:?}, input {repeated:?}"
+                );
+            }
+        }
+    }
+    assert!(
+        repeated_inputs > 1000,
+        "too few inputs had copies: {repeated_inputs}"
+    );
+}
+
 #[test]
 fn gapped_with_max_gap_zero_is_contiguous() {
     let mut rng = Rng(7);
