@@ -91,7 +91,28 @@ pub fn count(db: &SequenceDb, options: &GappedOptions) -> Result<u64, SpmError> 
 
 /// Calls `visitor(items, support)` for every frequent pattern, depth first (a pattern before its
 /// extensions). The slice is only valid for the call.
+///
+/// Without a gap bound, data of [`PARALLEL_MIN_STEPS`] steps or more is searched on all cores
+/// (root items' subtrees spread over threads); the patterns and their order are the same.
 pub fn visit<F>(db: &SequenceDb, options: &GappedOptions, visitor: F) -> Result<(), SpmError>
+where
+    F: FnMut(&[u32], u32),
+{
+    let threads = if db.num_steps() >= PARALLEL_MIN_STEPS {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        1
+    };
+    visit_threaded(db, options, threads, visitor)
+}
+
+/// [`visit`] on `threads` threads (unbounded gap only; bounded searches run on one).
+fn visit_threaded<F>(
+    db: &SequenceDb,
+    options: &GappedOptions,
+    threads: usize,
+    visitor: F,
+) -> Result<(), SpmError>
 where
     F: FnMut(&[u32], u32),
 {
@@ -123,6 +144,7 @@ where
     match options.max_gap {
         // A gap as long as the longest sequence bounds nothing.
         Some(gap) if gap.saturating_add(1) < longest => miner.run_bounded(gap),
+        _ if threads > 1 => run_unbounded_parallel(&mut miner, options, threads),
         _ => miner.run_unbounded(),
     }
     Ok(())
@@ -172,6 +194,116 @@ impl Distinct {
             offsets: distinct_offsets,
             weights,
         })
+    }
+}
+
+/// Read-only tables of the unbounded search: per sequence its distinct items with their last
+/// position (latest first), and every item's positions in order.
+struct UnboundedTables {
+    last_off: Vec<u32>,
+    last: Vec<(u32, u32)>,
+    by_item_off: Vec<u32>,
+    by_item: Vec<u32>,
+}
+
+/// Below this many steps the search runs on one thread (threads cost more than they save).
+const PARALLEL_MIN_STEPS: usize = 100_000;
+
+/// The unbounded search with the root items' subtrees spread over `threads` threads. Each
+/// subtree's patterns are buffered and handed to `visitor` in root order, so the output is the
+/// single-threaded one, pattern for pattern.
+fn run_unbounded_parallel<F: FnMut(&[u32], u32)>(
+    miner: &mut Miner<'_, F>,
+    options: &GappedOptions,
+    threads: usize,
+) {
+    let tables = miner.unbounded_roots();
+    // Root frames in search order (the stack pops the first root last pushed).
+    let roots: Vec<Frame> = miner.stack.drain(..).rev().collect();
+    let root_arena = &miner.arena;
+    let n_items = miner.support.len();
+    let (items, offsets, weights) = (miner.items, miner.offsets, miner.weights);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: std::sync::Mutex<Vec<Option<Found>>> =
+        std::sync::Mutex::new((0..roots.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(roots.len()) {
+            scope.spawn(|| {
+                let found = std::cell::RefCell::new(Found::default());
+                let mut worker = Miner::new(
+                    items,
+                    offsets,
+                    n_items,
+                    weights,
+                    // Every node is recorded (the replay needs the prefixes); the replay keeps
+                    // the long enough ones.
+                    &GappedOptions {
+                        min_length: 1,
+                        ..options.clone()
+                    },
+                    |pattern: &[u32], support: u32| found.borrow_mut().push(pattern, support),
+                );
+                loop {
+                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(root) = roots.get(at) else { break };
+                    // The root's projection, copied to the start of this worker's arena.
+                    // The worker's counters are clean between subtrees: every node clears them.
+                    worker.arena.clear();
+                    worker
+                        .arena
+                        .extend_from_slice(&root_arena[root.start..root.end]);
+                    worker.stack.push(Frame {
+                        start: 0,
+                        end: worker.arena.len(),
+                        top: worker.arena.len(),
+                        ..*root
+                    });
+                    worker.search_unbounded(&tables);
+                    let subtree = found.take();
+                    if let Ok(mut done) = done.lock() {
+                        done[at] = Some(subtree);
+                    }
+                }
+            });
+        }
+    });
+    let done = done
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut pattern = Vec::new();
+    for subtree in done.into_iter().flatten() {
+        subtree.replay(&mut pattern, options.min_length, &mut miner.visitor);
+    }
+}
+
+/// The nodes a worker entered, in depth-first order, each as `(depth, last item, support)`:
+/// a node's pattern is its parent's plus one item, so the patterns are rebuilt on replay with
+/// constant space per node (a run of 200,000 repeats is 200,000 nested patterns).
+#[derive(Default)]
+struct Found {
+    nodes: Vec<(u32, u32, u32)>,
+}
+
+impl Found {
+    fn push(&mut self, pattern: &[u32], support: u32) {
+        let last = pattern.last().copied().unwrap_or(0);
+        self.nodes.push((pattern.len() as u32, last, support));
+    }
+
+    /// Hands the patterns of at least `min_length` items to `visitor`, in order.
+    fn replay<F: FnMut(&[u32], u32)>(
+        &self,
+        pattern: &mut Vec<u32>,
+        min_length: usize,
+        visitor: &mut F,
+    ) {
+        for &(depth, item, support) in &self.nodes {
+            pattern.truncate(depth as usize - 1);
+            pattern.push(item);
+            if pattern.len() >= min_length {
+                visitor(pattern, support);
+            }
+        }
     }
 }
 
@@ -332,6 +464,13 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
     // ---- unbounded gap -------------------------------------------------------------------
 
     fn run_unbounded(&mut self) {
+        let tables = self.unbounded_roots();
+        self.search_unbounded(&tables);
+    }
+
+    /// Builds the unbounded search's tables and the roots' projections (into the arena, the
+    /// root frames onto the stack).
+    fn unbounded_roots(&mut self) -> UnboundedTables {
         let items = self.items;
         let offsets = self.offsets;
         let n_seq = offsets.len() - 1;
@@ -395,7 +534,20 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
         }
         self.push_children(0, 0);
         self.clear_counts();
+        UnboundedTables {
+            last_off,
+            last,
+            by_item_off,
+            by_item,
+        }
+    }
 
+    /// Depth-first search from the frames on the stack.
+    fn search_unbounded(&mut self, tables: &UnboundedTables) {
+        let items = self.items;
+        let offsets = self.offsets;
+        let (last_off, last) = (&tables.last_off, &tables.last);
+        let (by_item_off, by_item) = (&tables.by_item_off, &tables.by_item);
         while let Some((frame, want_children)) = self.enter() {
             if !want_children {
                 continue;
@@ -633,7 +785,59 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
 
 #[cfg(test)]
 mod tests {
-    use super::Distinct;
+    use super::{Distinct, GappedOptions, SequenceDb, visit_threaded};
+
+    /// Patterns and supports in the order the search reports them.
+    fn run(db: &SequenceDb, options: &GappedOptions, threads: usize) -> Vec<(Vec<u32>, u32)> {
+        let mut out = Vec::new();
+        visit_threaded(db, options, threads, |items, support| {
+            out.push((items.to_vec(), support));
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn threads_report_the_same_patterns_in_the_same_order() {
+        // 3,000 pseudo-random sequences over 12 items, some repeated, lengths 0 to 39.
+        let mut state = 0x9E37_79B9_u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut text = String::new();
+        let mut previous = String::new();
+        for _ in 0..3000 {
+            if next(5) == 0 {
+                text.push_str(&previous);
+                continue;
+            }
+            let mut line = String::new();
+            for _ in 0..next(40) {
+                line.push_str(&format!("{} -1 ", next(12)));
+            }
+            line.push_str("-2\n");
+            text.push_str(&line);
+            previous = line;
+        }
+        let db = SequenceDb::parse_spmf(text.as_bytes()).unwrap();
+        for (min_support, min_length) in [(300, 1), (900, 1), (300, 3)] {
+            let options = GappedOptions {
+                min_support,
+                min_length,
+                max_length: Some(4),
+                ..GappedOptions::default()
+            };
+            let single = run(&db, &options, 1);
+            assert!(single.len() > 50, "too few patterns: {}", single.len());
+            assert!(single.iter().all(|(items, _)| items.len() >= min_length));
+            for threads in [2, 3] {
+                assert_eq!(run(&db, &options, threads), single, "{threads} threads");
+            }
+        }
+    }
 
     #[test]
     fn distinct_sequences_keep_first_sight_order_and_count_copies() {
