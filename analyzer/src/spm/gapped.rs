@@ -207,7 +207,7 @@ struct UnboundedTables {
 }
 
 /// Below this many steps the search runs on one thread (threads cost more than they save).
-const PARALLEL_MIN_STEPS: usize = 100_000;
+const PARALLEL_MIN_STEPS: usize = 20_000;
 
 /// The unbounded search with the root items' subtrees spread over `threads` threads. Each
 /// subtree's patterns are buffered and handed to `visitor` in root order, so the output is the
@@ -223,6 +223,10 @@ fn run_unbounded_parallel<F: FnMut(&[u32], u32)>(
     let root_arena = &miner.arena;
     let n_items = miner.support.len();
     let (items, offsets, weights) = (miner.items, miner.offsets, miner.weights);
+    // Biggest projections first, so the threads finish together (the output is still
+    // replayed in root order).
+    let mut order: Vec<usize> = (0..roots.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(roots[i].end - roots[i].start));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let done: std::sync::Mutex<Vec<Option<Found>>> =
         std::sync::Mutex::new((0..roots.len()).map(|_| None).collect());
@@ -244,8 +248,9 @@ fn run_unbounded_parallel<F: FnMut(&[u32], u32)>(
                     |pattern: &[u32], support: u32| found.borrow_mut().push(pattern, support),
                 );
                 loop {
-                    let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(root) = roots.get(at) else { break };
+                    let taken = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&at) = order.get(taken) else { break };
+                    let root = &roots[at];
                     // The root's projection, copied to the start of this worker's arena.
                     // The worker's counters are clean between subtrees: every node clears them.
                     worker.arena.clear();
