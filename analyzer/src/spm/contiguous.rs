@@ -113,8 +113,106 @@ where
     if max_length == 0 || max_length < options.min_length {
         return Ok(());
     }
-    Miner::new(db, options, visitor).run();
+    let threads = if db.num_steps() >= PARALLEL_MIN_STEPS {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        1
+    };
+    visit_threaded(db, options, threads, visitor);
     Ok(())
+}
+
+/// Below this many steps the search runs on one thread (threads cost more than they save).
+const PARALLEL_MIN_STEPS: usize = 20_000;
+
+/// [`visit`] on `threads` threads: the root items' subtrees are spread over the threads, each
+/// subtree's nodes are recorded, and the patterns are handed to `visitor` in root order, so
+/// the output is the single-threaded one, pattern for pattern.
+fn visit_threaded<F>(db: &SequenceDb, options: &ContiguousOptions, threads: usize, visitor: F)
+where
+    F: FnMut(&[u32], u32, u64),
+{
+    let mut miner = Miner::new(db, options, visitor);
+    if threads <= 1 {
+        miner.run();
+        return;
+    }
+    miner.push_roots();
+    // Root frames in search order (the stack pops the first root last pushed).
+    let roots: Vec<Frame> = miner.stack.drain(..).rev().collect();
+    if roots.len() <= 1 {
+        miner.stack.extend(roots.into_iter().rev());
+        miner.search();
+        return;
+    }
+    // Biggest projections first, so the threads finish together.
+    let mut order: Vec<usize> = (0..roots.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(roots[i].end - roots[i].start));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done: std::sync::Mutex<Vec<Option<Vec<Entered>>>> =
+        std::sync::Mutex::new((0..roots.len()).map(|_| None).collect());
+    let root_arena = &miner.arena;
+    std::thread::scope(|scope| {
+        for _ in 0..threads.min(roots.len()) {
+            scope.spawn(|| {
+                let report = std::cell::Cell::new(None);
+                let mut worker = Miner::new(db, options, |_: &[u32], support, occurrences| {
+                    report.set(Some((support, occurrences)));
+                });
+                loop {
+                    let taken = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&at) = order.get(taken) else { break };
+                    let root = &roots[at];
+                    // The root's records, copied to the start of this worker's arena; the
+                    // counters are clean between subtrees (every node clears them).
+                    worker.arena.clear();
+                    worker
+                        .arena
+                        .extend_from_slice(&root_arena[root.start..root.end]);
+                    worker.stack.push(Frame {
+                        start: 0,
+                        end: worker.arena.len(),
+                        top: worker.arena.len(),
+                        ..*root
+                    });
+                    let mut entered = Vec::new();
+                    while let Some(frame) = worker.stack.pop() {
+                        worker.enter(frame);
+                        entered.push(Entered {
+                            depth: frame.depth as u32,
+                            item: frame.item,
+                            report: report.take(),
+                        });
+                    }
+                    if let Ok(mut done) = done.lock() {
+                        done[at] = Some(entered);
+                    }
+                }
+            });
+        }
+    });
+    let done = done
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Replay: a node's pattern is its parent's plus one item.
+    let mut pattern: Vec<u32> = Vec::new();
+    for entered in done.into_iter().flatten() {
+        for node in entered {
+            pattern.truncate(node.depth as usize - 1);
+            pattern.push(node.item);
+            if let Some((support, occurrences)) = node.report {
+                (miner.visitor)(&pattern, support, occurrences);
+            }
+        }
+    }
+}
+
+/// A node a worker expanded, and what it reported (the pattern ending there, when closed and
+/// long enough).
+struct Entered {
+    depth: u32,
+    item: u32,
+    report: Option<(u32, u64)>,
 }
 
 /// The occurrences of each of `patterns`, sorted by sequence then start.
@@ -318,15 +416,25 @@ impl<'a, F: FnMut(&[u32], u32, u64)> Miner<'a, F> {
 
     fn run(&mut self) {
         self.push_roots();
+        self.search();
+    }
+
+    /// Depth-first search from the frames on the stack.
+    fn search(&mut self) {
         while let Some(frame) = self.stack.pop() {
-            self.arena.truncate(frame.top);
-            self.pattern.truncate(frame.depth - 1);
-            self.pattern.push(frame.item);
-            if frame.pure {
-                self.expand_pure(frame);
-            } else {
-                self.expand_plain(frame);
-            }
+            self.enter(frame);
+        }
+    }
+
+    /// Expands one node: reports it (when closed and long enough) and pushes its children.
+    fn enter(&mut self, frame: Frame) {
+        self.arena.truncate(frame.top);
+        self.pattern.truncate(frame.depth - 1);
+        self.pattern.push(frame.item);
+        if frame.pure {
+            self.expand_pure(frame);
+        } else {
+            self.expand_plain(frame);
         }
     }
 
@@ -591,6 +699,72 @@ impl<'a, F: FnMut(&[u32], u32, u64)> Miner<'a, F> {
     fn emit(&mut self, frame: Frame, occurrences: u64, closed: bool) {
         if closed && frame.depth >= self.min_length {
             (self.visitor)(&self.pattern, frame.support, occurrences);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ContiguousOptions, SequenceDb, visit_threaded};
+
+    /// Patterns, supports and occurrence counts in the order the search reports them.
+    fn run(
+        db: &SequenceDb,
+        options: &ContiguousOptions,
+        threads: usize,
+    ) -> Vec<(Vec<u32>, u32, u64)> {
+        let mut out = Vec::new();
+        visit_threaded(db, options, threads, |items, support, occurrences| {
+            out.push((items.to_vec(), support, occurrences));
+        });
+        out
+    }
+
+    #[test]
+    fn threads_report_the_same_patterns_in_the_same_order() {
+        // 2,000 pseudo-random sequences over 6 items, with runs of one item (pure nodes).
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut text = String::new();
+        for _ in 0..2000 {
+            let mut previous = None;
+            for _ in 0..next(30) {
+                let item = match previous {
+                    Some(p) if next(3) == 0 => p,
+                    _ => next(6),
+                };
+                text.push_str(&format!("{item} -1 "));
+                previous = Some(item);
+            }
+            text.push_str("-2\n");
+        }
+        let db = SequenceDb::parse_spmf(text.as_bytes()).unwrap();
+        for (min_support, min_length, closed_only) in [
+            (50, 1, false),
+            (50, 2, true),
+            (200, 1, true),
+            (20, 3, false),
+        ] {
+            let options = ContiguousOptions {
+                min_support,
+                min_length,
+                max_length: Some(6),
+                closed_only,
+            };
+            let single = run(&db, &options, 1);
+            assert!(single.len() > 30, "too few patterns: {}", single.len());
+            for threads in [2, 3] {
+                assert_eq!(
+                    run(&db, &options, threads),
+                    single,
+                    "{threads} threads, {options:?}"
+                );
+            }
         }
     }
 }
