@@ -62,8 +62,7 @@ fn compact(bytes: &[u8], text: &str, out: &mut String, scratch: &mut Scratch) ->
             b'"' => {
                 let is_key = expect_key;
                 expect_key = false;
-                let end = string_end(bytes, i + 1)?;
-                let plain = !bytes[i + 1..end].iter().any(|&b| b == b'\\');
+                let (end, plain) = string_end(bytes, i + 1)?;
                 if is_key || !plain {
                     out.push_str(text.get(run..i)?);
                     let key_start = out.len();
@@ -151,14 +150,18 @@ fn compact(bytes: &[u8], text: &str, out: &mut String, scratch: &mut Scratch) ->
     seen_value.then_some(())
 }
 
-/// The index of the quote closing the string whose contents start at `from`; `None` at a raw
-/// control character or the end of the text.
-fn string_end(bytes: &[u8], from: usize) -> Option<usize> {
+/// The index of the quote closing the string whose contents start at `from`, and whether the
+/// string has no escapes; `None` at a raw control character or the end of the text.
+fn string_end(bytes: &[u8], from: usize) -> Option<(usize, bool)> {
     let mut i = from;
+    let mut plain = true;
     loop {
         match *bytes.get(i)? {
-            b'"' => return Some(i),
-            b'\\' => i += 2,
+            b'"' => return Some((i, plain)),
+            b'\\' => {
+                plain = false;
+                i += 2;
+            }
             0..=0x1f => return None,
             _ => i += 1,
         }

@@ -310,7 +310,8 @@ mod tests {
         let mut step = ObservedStep::new("t", 3, "calc", json!({"b": 1.50, "a": "\u{e9}\n"}));
         step.outputs = Some(json!([1, null]));
         step.error_message = Some("boom".into());
-        step.metadata.insert("k".into(), json!(-0));
+        step.metadata
+            .insert("k".into(), serde_json::from_str("-0").unwrap());
         step.duration_ms = Some(2.5);
         let plain = ObservedStep::new("u", 0, "x", json!(null));
         let raw = RawSteps::from(&[step.clone(), plain.clone()][..]);

@@ -96,35 +96,20 @@ JOIN tools ON tools.id = s.tool_id;
 "#,
 ];
 
-/// The secondary indexes of the schema (those of migration 1 that enforce nothing), by name,
-/// with the statement that creates each. A bulk load into an empty store drops them and creates
-/// them once at its end (see [`SqliteStore::begin_bulk_load`]); `open` creates any that are
+/// The indexes a bulk load into an empty store builds at its end instead of row by row (see
+/// [`SqliteStore::begin_bulk_load`]), by name, with the statement that creates each. Both are
+/// on start times, which arrive in no order, so every append touches pages all over them; the
+/// other indexes grow at their ends (rising row ids and trace keys) or hold few rows, and cost
+/// less kept as they are than rebuilt by a scan of the whole table. `open` creates any that are
 /// missing, which only a bulk load cut short by a crash leaves behind.
-const SECONDARY_INDEXES: &[(&str, &str)] = &[
+const DEFERRED_INDEXES: &[(&str, &str)] = &[
     (
         "traces_started_at",
         "CREATE INDEX IF NOT EXISTS traces_started_at ON traces (started_at)",
     ),
     (
-        "traces_source",
-        "CREATE INDEX IF NOT EXISTS traces_source ON traces (source)",
-    ),
-    (
-        "traces_with_errors",
-        "CREATE INDEX IF NOT EXISTS traces_with_errors ON traces (error_count) \
-         WHERE error_count > 0",
-    ),
-    (
-        "steps_tool",
-        "CREATE INDEX IF NOT EXISTS steps_tool ON steps (tool_id, trace_key)",
-    ),
-    (
         "steps_started_at",
         "CREATE INDEX IF NOT EXISTS steps_started_at ON steps (started_at)",
-    ),
-    (
-        "steps_failed",
-        "CREATE INDEX IF NOT EXISTS steps_failed ON steps (trace_key) WHERE is_error = 1",
     ),
 ];
 
@@ -156,7 +141,7 @@ pub struct SqliteStore {
     /// Committed tool name -> id. Tool rows are never deleted, so a cached id stays valid even
     /// when other processes write to the same file.
     tool_ids: HashMap<String, i64>,
-    /// True between a `begin_bulk_load` that dropped the secondary indexes and its end.
+    /// True between a `begin_bulk_load` that dropped the deferred indexes and its end.
     indexes_dropped: bool,
 }
 
@@ -426,10 +411,10 @@ impl SqliteStore {
         }
     }
 
-    /// How many of [`SECONDARY_INDEXES`] the file lacks.
+    /// How many of [`DEFERRED_INDEXES`] the file lacks.
     fn missing_indexes(&self) -> Result<usize> {
         let mut present = 0;
-        for (name, _) in SECONDARY_INDEXES {
+        for (name, _) in DEFERRED_INDEXES {
             let found: bool = self
                 .conn
                 .query_row(
@@ -440,10 +425,10 @@ impl SqliteStore {
                 .map_err(|e| self.sql_err(e))?;
             present += usize::from(found);
         }
-        Ok(SECONDARY_INDEXES.len() - present)
+        Ok(DEFERRED_INDEXES.len() - present)
     }
 
-    /// Create the secondary indexes the file lacks, in one transaction.
+    /// Create the deferred indexes the file lacks, in one transaction.
     fn create_indexes(&mut self) -> Result<()> {
         let path = self.path.clone();
         let sql_err = |source| RecorderError::Sqlite {
@@ -454,7 +439,7 @@ impl SqliteStore {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(sql_err)?;
-        for (_, create) in SECONDARY_INDEXES {
+        for (_, create) in DEFERRED_INDEXES {
             tx.execute_batch(create).map_err(sql_err)?;
         }
         tx.commit().map_err(sql_err)
@@ -805,10 +790,10 @@ impl SqliteStore {
 }
 
 impl TraceStore for SqliteStore {
-    /// On an empty store, drops the secondary indexes (see [`SECONDARY_INDEXES`]): filling
-    /// them row by row, in the random order of tool ids and start times, costs about as much
-    /// as the rest of an append, and building them once from the loaded rows costs a fraction.
-    /// The rules still hold: each append stays one durable transaction; the indexes enforce
+    /// On an empty store, drops the indexes on start times (see [`DEFERRED_INDEXES`]):
+    /// filling them row by row, in the random order start times come in, costs about as much
+    /// as the rest of an append; building them once from the loaded rows costs a fraction.
+    /// The rules still hold: each append stays one durable transaction; those indexes enforce
     /// nothing (the unique keys that find traces and skip duplicate steps stay), so queries
     /// meanwhile are right, only slower; the store was empty, so no earlier data is touched;
     /// and a crash before [`TraceStore::end_bulk_load`] leaves complete data whose indexes the
@@ -834,7 +819,7 @@ impl TraceStore for SqliteStore {
         if !empty {
             return Ok(());
         }
-        for (name, _) in SECONDARY_INDEXES {
+        for (name, _) in DEFERRED_INDEXES {
             tx.execute_batch(&format!("DROP INDEX IF EXISTS {name}"))
                 .map_err(sql_err)?;
         }
