@@ -625,10 +625,16 @@ impl Output<'_> {
         self.pending_steps = 0;
         self.batch_started_at = None;
         let batch = match self.pending_raw.as_mut() {
-            Some(raw) => Batch::Raw(RawImportBatch {
-                traces: batch.traces,
-                steps: std::mem::take(raw),
-            }),
+            Some(raw) => {
+                // The next batch is about as large: room for it up front spares growing the
+                // buffer by copies (pages are only touched as they are written).
+                let next =
+                    RawSteps::with_capacity(raw.text_bytes() + raw.text_bytes() / 8, raw.len());
+                Batch::Raw(RawImportBatch {
+                    traces: batch.traces,
+                    steps: std::mem::replace(raw, next),
+                })
+            }
             None => Batch::Values(batch),
         };
         (self.sink)(batch)

@@ -114,6 +114,14 @@ impl RawSteps {
         Self::default()
     }
 
+    /// No steps, with room for `text_bytes` of text and `steps` steps.
+    pub fn with_capacity(text_bytes: usize, steps: usize) -> Self {
+        Self {
+            text: String::with_capacity(text_bytes),
+            steps: Vec::with_capacity(steps),
+        }
+    }
+
     /// How many steps there are.
     pub fn len(&self) -> usize {
         self.steps.len()

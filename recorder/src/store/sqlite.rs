@@ -698,9 +698,15 @@ impl SqliteStore {
             let mut inputs_text = JsonBuffer::default();
             let mut outputs_text = JsonBuffer::default();
             let mut metadata_buffer = JsonBuffer::default();
+            // A trace's steps come one after another: the last key found is usually the one.
+            let mut last_key: Option<(&str, i64)> = None;
             for step in steps {
-                let key = match trace_keys.get(step.trace_id) {
-                    Some(key) => *key,
+                let cached = last_key.filter(|(id, _)| *id == step.trace_id);
+                let key = match cached
+                    .map(|(_, key)| key)
+                    .or_else(|| trace_keys.get(step.trace_id).copied())
+                {
+                    Some(key) => key,
                     None => {
                         let key: Option<i64> = select_key
                             .query_row([step.trace_id], |row| row.get(0))
@@ -715,6 +721,7 @@ impl SqliteStore {
                         key
                     }
                 };
+                last_key = Some((step.trace_id, key));
                 let tool_id = match tool_ids
                     .get(step.tool_name)
                     .or_else(|| new_tools.get(step.tool_name))

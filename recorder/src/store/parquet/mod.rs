@@ -871,10 +871,13 @@ impl ParquetStore {
             }
             stats.steps += 1;
             failed_steps += u64::from(step.is_error());
-            step_rows
-                .entry(entry.partition.clone())
-                .or_default()
-                .push((entry.trace_seq, step));
+            // Looked up by `&str` first: a `String` key per step would be an allocation each.
+            match step_rows.get_mut(entry.partition.as_str()) {
+                Some(rows) => rows.push((entry.trace_seq, step)),
+                None => {
+                    step_rows.insert(entry.partition.clone(), vec![(entry.trace_seq, step)]);
+                }
+            }
         }
         let mut trace_rows: BTreeMap<String, Vec<TraceRowOut<'_>>> = BTreeMap::new();
         for entry in staged.values() {
