@@ -804,7 +804,9 @@ impl TraceStore for SqliteStore {
     /// nothing (the unique keys that find traces and skip duplicate steps stay), so queries
     /// meanwhile are right, only slower; the store was empty, so no earlier data is touched;
     /// and a crash before [`TraceStore::end_bulk_load`] leaves complete data whose indexes the
-    /// next `open` creates. A store holding data keeps its indexes.
+    /// next `open` creates. A store holding data keeps its indexes. Another process opening the
+    /// store during the load creates them too (it cannot tell a load from a crash); the load
+    /// then goes on maintaining them, only slower.
     fn begin_bulk_load(&mut self) -> Result<()> {
         let path = self.path.clone();
         let sql_err = |source| RecorderError::Sqlite {
