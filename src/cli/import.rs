@@ -5,7 +5,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use chainweaver_recorder::import::{ImportFormat, ImportOptions, ImportReport, import_path};
+use chainweaver_recorder::import::{
+    ImportFormat, ImportOptions, ImportReport, detect_format, import_path, import_path_raw,
+};
 use chainweaver_recorder::store::AppendStats;
 use serde::Serialize;
 
@@ -153,18 +155,46 @@ pub fn import_files(
         let size = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
         let bar = progress::bytes_bar(global, size, &file.display().to_string());
         let mut stored = AppendStats::default();
-        let report = import_path(
-            file,
-            &options,
-            &mut |batch| {
-                let written = store.append(&batch.traces, &batch.steps)?;
-                stored.traces += written.traces;
-                stored.steps += written.steps;
-                stored.duplicate_steps += written.duplicate_steps;
-                Ok(())
-            },
-            &mut |progress| bar.set_position(progress.bytes_read),
-        )
+        let mut add = |written: AppendStats| {
+            stored.traces += written.traces;
+            stored.steps += written.steps;
+            stored.duplicate_steps += written.duplicate_steps;
+        };
+        // ChainWeaver's own export (what `traces export` and `datasets generate --jsonl` write)
+        // takes the bulk path: payloads go to the store as text, never as `Value`s. The stored
+        // rows and rejects are the same either way.
+        let format = match input_format {
+            Some(format) => format,
+            None => detect_format(file)
+                .with_context(|| format!("import of {} stopped", file.display()))?,
+        };
+        let report = if format == ImportFormat::ChainweaverTraces {
+            store
+                .begin_bulk_load()
+                .with_context(|| format!("import of {} stopped", file.display()))?;
+            let imported = import_path_raw(
+                file,
+                &options,
+                &mut |batch| {
+                    add(store.append_raw(&batch.traces, &batch.steps)?);
+                    Ok(())
+                },
+                &mut |progress| bar.set_position(progress.bytes_read),
+            );
+            // Also after a failed import: what it stored stays, with its indexes.
+            let ended = store.end_bulk_load();
+            imported.and_then(|report| ended.map(|()| report))
+        } else {
+            import_path(
+                file,
+                &options,
+                &mut |batch| {
+                    add(store.append(&batch.traces, &batch.steps)?);
+                    Ok(())
+                },
+                &mut |progress| bar.set_position(progress.bytes_read),
+            )
+        }
         .with_context(|| format!("import of {} stopped", file.display()))?;
         bar.finish_and_clear();
         if !report.rejects.is_empty() {

@@ -27,6 +27,7 @@
 
 mod chainweaver_events;
 mod chainweaver_jsonl;
+mod compact;
 mod detect;
 mod execution_result;
 mod messages;
@@ -47,6 +48,7 @@ use serde_json::Value;
 
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace};
+use crate::store::RawSteps;
 
 pub use detect::detect_format;
 
@@ -165,6 +167,23 @@ pub struct ImportBatch {
     pub steps: Vec<ObservedStep>,
 }
 
+/// Complete traces with all their steps, ready for one atomic
+/// [`TraceStore::append_raw`](crate::store::TraceStore::append_raw): what [`import_path_raw`]
+/// hands over. The steps keep their payloads as the compact JSON text the stores write.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawImportBatch {
+    /// The traces, each complete.
+    pub traces: Vec<ObservedTrace>,
+    /// The steps of `traces`, trace by trace, each trace's steps in step order.
+    pub steps: RawSteps,
+}
+
+/// A batch as the parsing thread builds it.
+pub(crate) enum Batch {
+    Values(ImportBatch),
+    Raw(RawImportBatch),
+}
+
 /// How far an import has got, for a progress bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ImportProgress {
@@ -248,6 +267,57 @@ pub fn import_path(
     sink: &mut dyn FnMut(ImportBatch) -> Result<()>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<ImportReport> {
+    run_import(
+        path,
+        options,
+        false,
+        &mut |batch| match batch {
+            Batch::Values(batch) => sink(batch),
+            Batch::Raw(raw) => sink(ImportBatch {
+                steps: raw.steps.to_steps()?,
+                traces: raw.traces,
+            }),
+        },
+        progress,
+    )
+}
+
+/// [`import_path`] for bulk loads: the same records, rejects and report, but batches carry
+/// their steps as [`RawSteps`] (payloads as compact JSON text) for
+/// [`TraceStore::append_raw`](crate::store::TraceStore::append_raw), which stores the same rows
+/// as `append` would. A `chainweaver-traces` JSON Lines file is read without building a `Value`
+/// of any payload: payload text is copied, compacted where needed, and a line whose payloads a
+/// `Value` would change beyond spelling (a repeated key, say) goes the general way. Other
+/// formats are read as by [`import_path`] and their steps turned into text on the parsing
+/// thread.
+pub fn import_path_raw(
+    path: &Path,
+    options: &ImportOptions,
+    sink: &mut dyn FnMut(RawImportBatch) -> Result<()>,
+    progress: &mut dyn FnMut(ImportProgress),
+) -> Result<ImportReport> {
+    run_import(
+        path,
+        options,
+        true,
+        &mut |batch| match batch {
+            Batch::Raw(raw) => sink(raw),
+            Batch::Values(batch) => sink(RawImportBatch {
+                steps: RawSteps::from(&batch.steps[..]),
+                traces: batch.traces,
+            }),
+        },
+        progress,
+    )
+}
+
+fn run_import(
+    path: &Path,
+    options: &ImportOptions,
+    raw: bool,
+    sink: &mut dyn FnMut(Batch) -> Result<()>,
+    progress: &mut dyn FnMut(ImportProgress),
+) -> Result<ImportReport> {
     let total_bytes = std::fs::metadata(path)
         .map_err(|source| RecorderError::Io {
             path: path.to_owned(),
@@ -261,7 +331,7 @@ pub fn import_path(
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Handover>(1);
     std::thread::scope(|scope| {
         let parser = scope.spawn(move || {
-            let mut send_batch = |batch: ImportBatch| {
+            let mut send_batch = |batch: Batch| {
                 sender
                     .send(Handover::Batch(batch))
                     .map_err(|_| RecorderError::Import {
@@ -279,8 +349,8 @@ pub fn import_path(
             parse_file(
                 path,
                 options,
-                format,
-                layout,
+                (format, layout),
+                raw,
                 total_bytes,
                 &mut send_batch,
                 &mut send_progress,
@@ -320,7 +390,7 @@ pub fn import_path(
 
 /// What the parsing thread hands to the calling thread.
 enum Handover {
-    Batch(ImportBatch),
+    Batch(Batch),
     Progress(ImportProgress),
 }
 
@@ -328,10 +398,10 @@ enum Handover {
 fn parse_file(
     path: &Path,
     options: &ImportOptions,
-    format: ImportFormat,
-    layout: records::Layout,
+    (format, layout): (ImportFormat, records::Layout),
+    raw: bool,
     total_bytes: u64,
-    sink: &mut dyn FnMut(ImportBatch) -> Result<()>,
+    sink: &mut dyn FnMut(Batch) -> Result<()>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<ImportReport> {
     let file_name = path
@@ -354,6 +424,7 @@ fn parse_file(
         sink,
         progress,
         pending: ImportBatch::default(),
+        pending_raw: raw.then(RawSteps::new),
         pending_steps: 0,
         seen_trace_ids: HashSet::new(),
         report: ImportReport {
@@ -375,7 +446,7 @@ fn parse_file(
             records::read(layout, &mut out, &mut handler)?;
         }
         ImportFormat::ChainweaverTraces => {
-            let mut handler = traces_jsonl::Handler;
+            let mut handler = traces_jsonl::Handler::default();
             records::read(layout, &mut out, &mut handler)?;
         }
         ImportFormat::ChainweaverEvents => {
@@ -418,9 +489,12 @@ pub(crate) struct Output<'a> {
     /// `bytes_read` when the first trace of the pending batch was emitted.
     batch_started_at: Option<u64>,
     pub max_record_bytes: usize,
-    sink: &'a mut dyn FnMut(ImportBatch) -> Result<()>,
+    sink: &'a mut dyn FnMut(Batch) -> Result<()>,
     progress: &'a mut dyn FnMut(ImportProgress),
+    /// The traces of the batch being built, and its steps unless they go to `pending_raw`.
     pending: ImportBatch,
+    /// The steps of the batch being built, for an import that hands over raw steps.
+    pending_raw: Option<RawSteps>,
     pending_steps: usize,
     seen_trace_ids: HashSet<String>,
     report: ImportReport,
@@ -434,6 +508,56 @@ impl Output<'_> {
     /// the id prefix, keeps ids unique within the import (a repeated id gets `~2`, `~3`, ... and
     /// the original in metadata) and numbers the steps 0, 1, 2, ...
     pub fn emit(&mut self, mut trace: ObservedTrace, mut steps: Vec<ObservedStep>) -> Result<()> {
+        let trace_id = self.admit(&mut trace);
+        for (index, step) in steps.iter_mut().enumerate() {
+            step.trace_id.clone_from(&trace_id);
+            step.step_index = u32::try_from(index).unwrap_or(u32::MAX);
+            if step.is_error() {
+                self.report.failed_steps += 1;
+            }
+        }
+        let count = steps.len();
+        match self.pending_raw.as_mut() {
+            Some(raw) => {
+                for step in &steps {
+                    raw.push_step(step);
+                }
+            }
+            None => self.pending.steps.append(&mut steps),
+        }
+        self.pending.traces.push(trace);
+        self.emitted(count)
+    }
+
+    /// The steps a handler is adding as text, when this import hands over raw steps: stage them
+    /// after [`RawSteps::mark`], then [`Output::emit_raw`] the trace (or truncate to the mark).
+    pub fn raw_steps(&mut self) -> Option<&mut RawSteps> {
+        self.pending_raw.as_mut()
+    }
+
+    /// [`Output::emit`] for a trace whose steps were staged in [`Output::raw_steps`] since
+    /// `first_step` (their trace ids and indices are filled in here).
+    pub fn emit_raw(&mut self, mut trace: ObservedTrace, first_step: usize) -> Result<()> {
+        let trace_id = self.admit(&mut trace);
+        let Some(raw) = self.pending_raw.as_mut() else {
+            return Ok(());
+        };
+        let id = raw.push_str(&trace_id);
+        let mut failed = 0;
+        let steps = raw.steps_from_mut(first_step);
+        for (index, step) in steps.iter_mut().enumerate() {
+            step.trace_id = id;
+            step.step_index = u32::try_from(index).unwrap_or(u32::MAX);
+            failed += u64::from(step.error_type.is_some() || step.error_message.is_some());
+        }
+        let count = steps.len();
+        self.report.failed_steps += failed;
+        self.pending.traces.push(trace);
+        self.emitted(count)
+    }
+
+    /// Gives `trace` its final id and source (see [`Output::emit`]) and returns the id.
+    fn admit(&mut self, trace: &mut ObservedTrace) -> String {
         if trace.source.is_empty() {
             trace.source.clone_from(&self.source);
         }
@@ -451,18 +575,14 @@ impl Output<'_> {
         }
         self.seen_trace_ids.insert(trace_id.clone());
         trace.trace_id.clone_from(&trace_id);
-        for (index, step) in steps.iter_mut().enumerate() {
-            step.trace_id.clone_from(&trace_id);
-            step.step_index = u32::try_from(index).unwrap_or(u32::MAX);
-            if step.is_error() {
-                self.report.failed_steps += 1;
-            }
-        }
+        trace_id
+    }
+
+    /// Counts a trace of `steps` steps just added and hands the batch over when it is full.
+    fn emitted(&mut self, steps: usize) -> Result<()> {
         self.report.traces += 1;
-        self.report.steps += steps.len() as u64;
-        self.pending_steps += steps.len();
-        self.pending.traces.push(trace);
-        self.pending.steps.append(&mut steps);
+        self.report.steps += steps as u64;
+        self.pending_steps += steps;
         let batch_started_at = *self.batch_started_at.get_or_insert(self.bytes_read);
         if self.pending_steps >= self.batch_steps
             || self.bytes_read.saturating_sub(batch_started_at) >= self.batch_bytes
@@ -504,6 +624,19 @@ impl Output<'_> {
         let batch = std::mem::take(&mut self.pending);
         self.pending_steps = 0;
         self.batch_started_at = None;
+        let batch = match self.pending_raw.as_mut() {
+            Some(raw) => {
+                // The next batch is about as large: room for it up front spares growing the
+                // buffer by copies (pages are only touched as they are written).
+                let next =
+                    RawSteps::with_capacity(raw.text_bytes() + raw.text_bytes() / 8, raw.len());
+                Batch::Raw(RawImportBatch {
+                    traces: batch.traces,
+                    steps: std::mem::replace(raw, next),
+                })
+            }
+            None => Batch::Values(batch),
+        };
         (self.sink)(batch)
     }
 }

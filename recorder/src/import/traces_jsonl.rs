@@ -7,18 +7,31 @@
 //! way `serde_json::from_value` reads them (Rust's own parse of the number text), so the result is
 //! the same as the general path; anything the direct read does not accept (a duplicate key, a
 //! wrong type, bad JSON) goes through the general path, which decides and words the reject.
+//!
+//! When the import hands over raw steps ([`super::import_path_raw`]), a line is first read with
+//! its payloads (`inputs`, `outputs`, metadata) as borrowed text: the text is copied to the
+//! batch in the compact form the stores write, with no `Value` built. A line this cannot take
+//! exactly (see [`super::compact`]) goes the `Value` way above, so stored rows and rejects are
+//! the same either way.
 
-use serde::Deserialize;
+use std::borrow::Cow;
+
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use super::compact::{Scratch, write_compact};
 use super::records::{Handler as RecordHandler, record_parsed_line};
 use super::{Output, Position};
 use crate::error::Result;
 use crate::model::{Metadata, ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
+use crate::store::{RawStep, RawSteps};
 
 /// The `chainweaver-traces` handler.
-pub(crate) struct Handler;
+#[derive(Default)]
+pub(crate) struct Handler {
+    scratch: Scratch,
+}
 
 impl RecordHandler for Handler {
     fn record(
@@ -39,6 +52,9 @@ impl RecordHandler for Handler {
         at: Position,
         text: &str,
     ) -> Result<Result<(), String>> {
+        if let Some(done) = self.read_raw_line(out, text) {
+            return done;
+        }
         match read_line(text) {
             Some(TraceWithSteps { trace, steps }) => emit(out, trace, steps),
             None => record_parsed_line(self, out, at, text),
@@ -47,6 +63,167 @@ impl RecordHandler for Handler {
 
     fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
         Ok(())
+    }
+}
+
+impl Handler {
+    /// Takes a line as raw steps when the import hands those over and the line can be read
+    /// exactly without `Value`s; `None` leaves it to the `Value` way (nothing staged).
+    fn read_raw_line(
+        &mut self,
+        out: &mut Output<'_>,
+        text: &str,
+    ) -> Option<Result<Result<(), String>>> {
+        let raw = out.raw_steps()?;
+        let record: RawRecord<'_> = serde_json::from_str(text).ok()?;
+        let mark = raw.mark();
+        for step in &record.steps {
+            if stage(raw, step, &mut self.scratch).is_none() {
+                raw.truncate(mark);
+                return None;
+            }
+        }
+        if let Some((step, index)) = record
+            .steps
+            .iter()
+            .zip(raw.steps_from_mut(mark.1).iter())
+            .find(|(step, _)| step.trace_id.0 != record.trace.trace_id)
+        {
+            let message = format!(
+                "step {} belongs to trace `{}`, not `{}`",
+                index.step_index, step.trace_id.0, record.trace.trace_id
+            );
+            raw.truncate(mark);
+            return Some(Ok(Err(message)));
+        }
+        Some(out.emit_raw(record.trace, mark.1).map(Ok))
+    }
+}
+
+/// Adds one step of a raw record to `raw` (its trace id is filled in later, its index holds
+/// the index the line gave); `None` when the `Value` way must read the line.
+fn stage(raw: &mut RawSteps, step: &StepRaw<'_>, scratch: &mut Scratch) -> Option<()> {
+    // The model's numbers are read as the `Value` way reads them (see `StepText::into_step`).
+    let step_index = step.step_index.get().parse::<u32>().ok()?;
+    let duration_ms = match step.duration_ms {
+        None => None,
+        Some(raw) => Some(raw.get().parse::<f64>().ok()?),
+    };
+    let mut compact = |raw: &mut RawSteps, json: &RawValue| {
+        let start = raw.text_bytes();
+        write_compact(json.get(), raw.text_mut(), scratch).then(|| raw.span_from(start))
+    };
+    let inputs = compact(raw, step.inputs)?;
+    let outputs = match step.outputs {
+        Some(json) => Some(compact(raw, json)?),
+        None => None,
+    };
+    let metadata = match step.metadata {
+        None => None,
+        // Metadata must be an object, as the model's map is.
+        Some(json) if !json.get().starts_with('{') => return None,
+        Some(json) => {
+            let start = raw.text_bytes();
+            compact(raw, json)?;
+            if raw.text_bytes() - start == 2 {
+                // `{}`: stored as no metadata is.
+                raw.text_mut().truncate(start);
+                None
+            } else {
+                Some(raw.span_from(start))
+            }
+        }
+    };
+    let call_id = step.call_id.as_ref().map(|s| raw.push_str(&s.0));
+    let tool_name = raw.push_str(&step.tool_name.0);
+    let error_type = step.error_type.as_ref().map(|s| raw.push_str(&s.0));
+    let error_message = step.error_message.as_ref().map(|s| raw.push_str(&s.0));
+    raw.push_raw(RawStep {
+        trace_id: Default::default(),
+        step_index,
+        call_id,
+        tool_name,
+        inputs,
+        outputs,
+        error_type,
+        error_message,
+        started_at: step.started_at,
+        ended_at: step.ended_at,
+        duration_ms,
+        recorded_at: step.recorded_at,
+        metadata,
+    });
+    Some(())
+}
+
+/// A record with its steps' payloads as text.
+#[derive(Deserialize)]
+struct RawRecord<'a> {
+    trace: ObservedTrace,
+    #[serde(borrow)]
+    steps: Vec<StepRaw<'a>>,
+}
+
+/// [`ObservedStep`] with strings borrowed where they have no escapes and payloads as text.
+#[derive(Deserialize)]
+struct StepRaw<'a> {
+    #[serde(borrow)]
+    trace_id: Text<'a>,
+    #[serde(borrow)]
+    step_index: &'a RawValue,
+    #[serde(default, borrow)]
+    call_id: Option<Text<'a>>,
+    #[serde(borrow)]
+    tool_name: Text<'a>,
+    #[serde(borrow)]
+    inputs: &'a RawValue,
+    #[serde(default, borrow)]
+    outputs: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error_type: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    error_message: Option<Text<'a>>,
+    #[serde(default)]
+    started_at: Option<Timestamp>,
+    #[serde(default)]
+    ended_at: Option<Timestamp>,
+    #[serde(default, borrow)]
+    duration_ms: Option<&'a RawValue>,
+    #[serde(default)]
+    recorded_at: Option<Timestamp>,
+    /// `Some` also for `null`, which the model refuses (unlike a missing field).
+    #[serde(default, borrow, deserialize_with = "present")]
+    metadata: Option<&'a RawValue>,
+}
+
+fn present<'de: 'a, 'a, D: Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Option<&'a RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
+}
+
+/// A JSON string, borrowed from the line unless it had escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, s: &'de str) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+            fn visit_str<E>(self, s: &str) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> std::result::Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s)))
+            }
+        }
+        deserializer.deserialize_str(Visit)
     }
 }
 

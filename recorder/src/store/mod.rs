@@ -8,6 +8,7 @@
 
 #[cfg(feature = "parquet")]
 mod parquet;
+mod raw;
 mod sqlite;
 
 use std::path::Path;
@@ -20,6 +21,8 @@ use crate::model::{ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
 
 #[cfg(feature = "parquet")]
 pub use self::parquet::ParquetStore;
+pub use self::raw::RawSteps;
+pub(crate) use self::raw::{JsonText, MetadataText, RawStep, StepView};
 pub use self::sqlite::SqliteStore;
 
 /// Which traces a query returns. Every set field must hold (logical AND).
@@ -146,6 +149,28 @@ pub trait TraceStore: Send {
     /// Store traces and steps as one atomic batch.
     fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats>;
 
+    /// [`TraceStore::append`] of steps whose payloads are already compact JSON text: the same
+    /// rules, and the same stored rows as appending those steps as [`ObservedStep`]s. Bulk
+    /// imports use it to skip building and serializing payload `Value`s. The default converts
+    /// the steps back into the data model; the SQLite and Parquet stores write the text as is.
+    fn append_raw(&mut self, traces: &[ObservedTrace], steps: &RawSteps) -> Result<AppendStats> {
+        let steps = steps.to_steps()?;
+        self.append(traces, &steps)
+    }
+
+    /// Announce a bulk load: many appends in a row, then [`TraceStore::end_bulk_load`]. A store
+    /// may prepare to take them faster, within the same rules (every append atomic and durable,
+    /// nothing already stored touched by a failed one). The default does nothing.
+    fn begin_bulk_load(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    /// End a bulk load begun with [`TraceStore::begin_bulk_load`], also after a failed append.
+    /// The default does nothing.
+    fn end_bulk_load(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Summaries of the traces matching `filter`, one page at a time.
     fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage>;
 
@@ -226,7 +251,7 @@ pub(crate) fn summary_duration_ms(
 
 /// Check what both backends refuse before anything is written: timestamps that 64-bit
 /// nanoseconds cannot hold and non-finite durations.
-pub(crate) fn validate_batch(traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<()> {
+pub(crate) fn validate_batch(traces: &[ObservedTrace], steps: &[StepView<'_>]) -> Result<()> {
     for trace in traces {
         for (name, at) in [
             ("started_at", &trace.started_at),
@@ -244,14 +269,14 @@ pub(crate) fn validate_batch(traces: &[ObservedTrace], steps: &[ObservedStep]) -
     }
     for step in steps {
         let invalid = |message: String| RecorderError::InvalidStep {
-            trace_id: step.trace_id.clone(),
+            trace_id: step.trace_id.to_owned(),
             step_index: step.step_index,
             message,
         };
         for (name, at) in [
-            ("started_at", &step.started_at),
-            ("ended_at", &step.ended_at),
-            ("recorded_at", &step.recorded_at),
+            ("started_at", step.started_at),
+            ("ended_at", step.ended_at),
+            ("recorded_at", step.recorded_at),
         ] {
             if let Some(at) = at
                 && timestamp_nanos(at).is_none()

@@ -24,8 +24,9 @@ use serde_json::{Map, Value};
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use crate::store::{
-    AppendStats, PageRequest, StepColumns, StoreCounts, TraceFilter, TracePage, TraceSort,
-    TraceStore, TraceSummary, merge_trace, timestamp_from_nanos, timestamp_nanos, validate_batch,
+    AppendStats, JsonText, MetadataText, PageRequest, RawSteps, StepColumns, StepView, StoreCounts,
+    TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary, merge_trace, timestamp_from_nanos,
+    timestamp_nanos, validate_batch,
 };
 
 /// The schema migrations, applied in order; migration `i` brings the store to version `i + 1`.
@@ -95,6 +96,23 @@ JOIN tools ON tools.id = s.tool_id;
 "#,
 ];
 
+/// The indexes a bulk load into an empty store builds at its end instead of row by row (see
+/// [`SqliteStore::begin_bulk_load`]), by name, with the statement that creates each. Both are
+/// on start times, which arrive in no order, so every append touches pages all over them; the
+/// other indexes grow at their ends (rising row ids and trace keys) or hold few rows, and cost
+/// less kept as they are than rebuilt by a scan of the whole table. `open` creates any that are
+/// missing, which only a bulk load cut short by a crash leaves behind.
+const DEFERRED_INDEXES: &[(&str, &str)] = &[
+    (
+        "traces_started_at",
+        "CREATE INDEX IF NOT EXISTS traces_started_at ON traces (started_at)",
+    ),
+    (
+        "steps_started_at",
+        "CREATE INDEX IF NOT EXISTS steps_started_at ON steps (started_at)",
+    ),
+];
+
 /// The schema version this build writes and understands.
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
@@ -123,6 +141,8 @@ pub struct SqliteStore {
     /// Committed tool name -> id. Tool rows are never deleted, so a cached id stays valid even
     /// when other processes write to the same file.
     tool_ids: HashMap<String, i64>,
+    /// True between a `begin_bulk_load` that dropped the deferred indexes and its end.
+    indexes_dropped: bool,
 }
 
 /// A trace row as stored, before its JSON is parsed.
@@ -277,14 +297,23 @@ fn metadata_text(metadata: &Map<String, Value>) -> String {
 struct JsonBuffer(Vec<u8>);
 
 impl JsonBuffer {
-    fn value(&mut self, value: &Value) -> &str {
+    /// The column text: raw text as it is (already compact), a `Value` serialized.
+    fn json<'a>(&'a mut self, value: JsonText<'a>) -> &'a str {
+        let value = match value {
+            JsonText::Text(text) => return text,
+            JsonText::Value(value) => value,
+        };
         self.0.clear();
         // Writing a `Value` to memory cannot fail (see `json_text`).
         let _ = serde_json::to_writer(&mut self.0, value);
         self.text()
     }
 
-    fn metadata(&mut self, metadata: &Map<String, Value>) -> &str {
+    fn metadata<'a>(&'a mut self, metadata: MetadataText<'a>) -> &'a str {
+        let metadata = match metadata {
+            MetadataText::Text(text) => return text,
+            MetadataText::Map(map) => map,
+        };
         self.0.clear();
         if metadata.is_empty() || serde_json::to_writer(&mut self.0, metadata).is_err() {
             self.0.clear();
@@ -346,11 +375,19 @@ impl SqliteStore {
             path: path.to_path_buf(),
             conn,
             tool_ids: HashMap::new(),
+            indexes_dropped: false,
         };
         // Only an outdated file takes the write lock to migrate; an up-to-date one opens
         // without waiting for a busy writer.
         if found < SCHEMA_VERSION {
             store.migrate()?;
+        }
+        if store.missing_indexes()? > 0 {
+            // A bulk load was cut short (a crash) before it created its indexes. The data is
+            // complete and correct without them, so a store that cannot take the write lock
+            // now (read-only media, a busy writer past the timeout) still opens; the next
+            // open tries again.
+            let _ = store.create_indexes();
         }
         Ok(store)
     }
@@ -372,6 +409,40 @@ impl SqliteStore {
             path: self.path.clone(),
             source,
         }
+    }
+
+    /// How many of [`DEFERRED_INDEXES`] the file lacks.
+    fn missing_indexes(&self) -> Result<usize> {
+        let mut present = 0;
+        for (name, _) in DEFERRED_INDEXES {
+            let found: bool = self
+                .conn
+                .query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1)",
+                    [name],
+                    |row| row.get(0),
+                )
+                .map_err(|e| self.sql_err(e))?;
+            present += usize::from(found);
+        }
+        Ok(DEFERRED_INDEXES.len() - present)
+    }
+
+    /// Create the deferred indexes the file lacks, in one transaction.
+    fn create_indexes(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let sql_err = |source| RecorderError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql_err)?;
+        for (_, create) in DEFERRED_INDEXES {
+            tx.execute_batch(create).map_err(sql_err)?;
+        }
+        tx.commit().map_err(sql_err)
     }
 
     /// Apply the migrations this file lacks, all in one transaction.
@@ -520,13 +591,19 @@ impl SqliteStore {
     }
 }
 
-impl TraceStore for SqliteStore {
-    fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats> {
+impl SqliteStore {
+    /// [`TraceStore::append`] of steps as the store writes them, from either kind of batch.
+    fn append_views(
+        &mut self,
+        traces: &[ObservedTrace],
+        steps: &[StepView<'_>],
+    ) -> Result<AppendStats> {
         validate_batch(traces, steps)?;
         let Self {
             path,
             conn,
             tool_ids,
+            ..
         } = self;
         let sql_err = |source| RecorderError::Sqlite {
             path: path.clone(),
@@ -621,41 +698,48 @@ impl TraceStore for SqliteStore {
             let mut inputs_text = JsonBuffer::default();
             let mut outputs_text = JsonBuffer::default();
             let mut metadata_buffer = JsonBuffer::default();
+            // A trace's steps come one after another: the last key found is usually the one.
+            let mut last_key: Option<(&str, i64)> = None;
             for step in steps {
-                let key = match trace_keys.get(step.trace_id.as_str()) {
-                    Some(key) => *key,
+                let cached = last_key.filter(|(id, _)| *id == step.trace_id);
+                let key = match cached
+                    .map(|(_, key)| key)
+                    .or_else(|| trace_keys.get(step.trace_id).copied())
+                {
+                    Some(key) => key,
                     None => {
                         let key: Option<i64> = select_key
-                            .query_row([&step.trace_id], |row| row.get(0))
+                            .query_row([step.trace_id], |row| row.get(0))
                             .optional()
                             .map_err(sql_err)?;
                         let key = key.ok_or_else(|| RecorderError::InvalidStep {
-                            trace_id: step.trace_id.clone(),
+                            trace_id: step.trace_id.to_owned(),
                             step_index: step.step_index,
                             message: "no trace with this id in the batch or the store".into(),
                         })?;
-                        trace_keys.insert(&step.trace_id, key);
+                        trace_keys.insert(step.trace_id, key);
                         key
                     }
                 };
+                last_key = Some((step.trace_id, key));
                 let tool_id = match tool_ids
-                    .get(&step.tool_name)
-                    .or_else(|| new_tools.get(&step.tool_name))
+                    .get(step.tool_name)
+                    .or_else(|| new_tools.get(step.tool_name))
                 {
                     Some(id) => *id,
                     None => {
                         let existing: Option<i64> = select_tool
-                            .query_row([&step.tool_name], |row| row.get(0))
+                            .query_row([step.tool_name], |row| row.get(0))
                             .optional()
                             .map_err(sql_err)?;
                         let id = match existing {
                             Some(id) => id,
                             None => {
-                                insert_tool.execute([&step.tool_name]).map_err(sql_err)?;
+                                insert_tool.execute([step.tool_name]).map_err(sql_err)?;
                                 tx.last_insert_rowid()
                             }
                         };
-                        new_tools.insert(step.tool_name.clone(), id);
+                        new_tools.insert(step.tool_name.to_owned(), id);
                         id
                     }
                 };
@@ -666,15 +750,15 @@ impl TraceStore for SqliteStore {
                         step.step_index,
                         step.call_id,
                         tool_id,
-                        inputs_text.value(&step.inputs),
-                        step.outputs.as_ref().map(|v| outputs_text.value(v)),
+                        inputs_text.json(step.inputs),
+                        step.outputs.map(|v| outputs_text.json(v)),
                         step.error_type,
                         step.error_message,
-                        step.started_at.as_ref().and_then(timestamp_nanos),
-                        step.ended_at.as_ref().and_then(timestamp_nanos),
+                        step.started_at.and_then(timestamp_nanos),
+                        step.ended_at.and_then(timestamp_nanos),
                         step.duration_ms,
-                        step.recorded_at.as_ref().and_then(timestamp_nanos),
-                        metadata_buffer.metadata(&step.metadata),
+                        step.recorded_at.and_then(timestamp_nanos),
+                        metadata_buffer.metadata(step.metadata),
                         is_error,
                     ])
                     .map_err(sql_err)?;
@@ -709,6 +793,64 @@ impl TraceStore for SqliteStore {
         tx.commit().map_err(sql_err)?;
         tool_ids.extend(new_tools);
         Ok(stats)
+    }
+}
+
+impl TraceStore for SqliteStore {
+    /// On an empty store, drops the indexes on start times (see [`DEFERRED_INDEXES`]):
+    /// filling them row by row, in the random order start times come in, costs about as much
+    /// as the rest of an append; building them once from the loaded rows costs a fraction.
+    /// The rules still hold: each append stays one durable transaction; those indexes enforce
+    /// nothing (the unique keys that find traces and skip duplicate steps stay), so queries
+    /// meanwhile are right, only slower; the store was empty, so no earlier data is touched;
+    /// and a crash before [`TraceStore::end_bulk_load`] leaves complete data whose indexes the
+    /// next `open` creates. A store holding data keeps its indexes. Another process opening the
+    /// store during the load creates them too (it cannot tell a load from a crash); the load
+    /// then goes on maintaining them, only slower.
+    fn begin_bulk_load(&mut self) -> Result<()> {
+        let path = self.path.clone();
+        let sql_err = |source| RecorderError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(sql_err)?;
+        // Checked inside the write lock: another process may be appending.
+        let empty: bool = tx
+            .query_row(
+                "SELECT NOT EXISTS (SELECT 1 FROM traces) AND NOT EXISTS (SELECT 1 FROM steps)",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(sql_err)?;
+        if !empty {
+            return Ok(());
+        }
+        for (name, _) in DEFERRED_INDEXES {
+            tx.execute_batch(&format!("DROP INDEX IF EXISTS {name}"))
+                .map_err(sql_err)?;
+        }
+        tx.commit().map_err(sql_err)?;
+        self.indexes_dropped = true;
+        Ok(())
+    }
+
+    fn end_bulk_load(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.indexes_dropped) {
+            return Ok(());
+        }
+        self.create_indexes()
+    }
+
+    fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats> {
+        let views: Vec<StepView<'_>> = steps.iter().map(StepView::from).collect();
+        self.append_views(traces, &views)
+    }
+
+    fn append_raw(&mut self, traces: &[ObservedTrace], steps: &RawSteps) -> Result<AppendStats> {
+        self.append_views(traces, &steps.views())
     }
 
     fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage> {

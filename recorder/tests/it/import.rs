@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 
 use chainweaver_recorder::RecorderError;
 use chainweaver_recorder::import::{
-    ImportBatch, ImportFormat, ImportOptions, ImportProgress, ImportReport, RejectUnit, import_path,
+    ImportBatch, ImportFormat, ImportOptions, ImportProgress, ImportReport, RawImportBatch,
+    RejectUnit, import_path, import_path_raw,
 };
 use chainweaver_recorder::model::{ObservedStep, ObservedTrace};
+use chainweaver_recorder::store::{SqliteStore, TraceStore};
 use serde_json::{Value, json};
 
 use super::shared_datasets;
@@ -976,4 +978,284 @@ fn interleaved_lines_group_by_trace_id_in_order_of_appearance() {
     assert_eq!(b2.error_type.as_deref(), Some("Timeout"));
     assert_eq!(b2.error_message.as_deref(), Some("slow"));
     assert_eq!(imported.report.failed_steps, 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The raw import path (payloads as text) against the Value path
+// ---------------------------------------------------------------------------------------------
+
+/// A `chainweaver-traces` file whose lines exercise what a copy of the payload text could get
+/// wrong, and the rejects. Returns the text; the comments give the line numbers.
+fn tricky_traces_file() -> String {
+    let long = "0.000000000000000000000000000000000000000000000000000000000000000000000000000000000000000013016738788002335";
+    let deep = format!("{}1{}", "[".repeat(110), "]".repeat(110));
+    let lines = [
+        // 1: compact, as `traces export` writes it.
+        r#"{"trace":{"trace_id":"plain","source":"s","started_at":"2026-11-14T12:56:47Z","metadata":{"seed":1}},"steps":[{"trace_id":"plain","step_index":0,"call_id":"c0","tool_name":"calc","inputs":{"b":1.50,"a":"x"},"outputs":{"value":782},"started_at":"2026-11-14T12:56:47Z","ended_at":"2026-11-14T12:56:47.365Z","duration_ms":365.0},{"trace_id":"plain","step_index":1,"tool_name":"fail","inputs":{},"error_type":"E","error_message":"boom","metadata":{"k":[1,2]}}]}"#.to_owned(),
+        // 2: whitespace everywhere, an upper-case exponent.
+        r#"{ "trace" : { "trace_id" : "spaced" , "source" : "s" } , "steps" : [ { "trace_id" : "spaced" , "step_index" : 0 , "tool_name" : "t" , "inputs" : { "a" : [ 1 , 2 ] , "b" : { } , "c" : [ ] } , "outputs" : { "x" : 1E5 , "y" : 2.5e-3 } , "metadata" : { "k" : "v" } } ] }"#.to_owned(),
+        // 3: escapes in payload strings and keys, in the step's own strings.
+        r#"{"trace":{"trace_id":"esc","source":"s"},"steps":[{"trace_id":"esc","step_index":0,"call_id":"c\u0031","tool_name":"t\u00e9","inputs":{"\u0041":"\u00e9\/\ud83d\ude00\u0001\u001f\t\"\\"},"outputs":"line\nbreak","error_message":"said \"no\""}]}"#.to_owned(),
+        // 4: number text a parse into f64 would change.
+        format!(r#"{{"trace":{{"trace_id":"nums","source":"s"}},"steps":[{{"trace_id":"nums","step_index":0,"tool_name":"t","inputs":{{"z":-0,"zz":-0.0,"big":1e400,"long":{long},"int":123456789012345678901234567890}},"outputs":[1.0,10E-2]}}]}}"#),
+        // 5: a repeated key in a payload: a Value keeps one, so the line goes the Value way.
+        r#"{"trace":{"trace_id":"dup","source":"s"},"steps":[{"trace_id":"dup","step_index":0,"tool_name":"t","inputs":{"a":1,"b":2,"a":3}}]}"#.to_owned(),
+        // 6: empty metadata written three ways, null outputs, no outputs.
+        r#"{"trace":{"trace_id":"empty","source":"s"},"steps":[{"trace_id":"empty","step_index":0,"tool_name":"t","inputs":null,"outputs":null,"metadata":{}},{"trace_id":"empty","step_index":1,"tool_name":"t","inputs":[],"metadata":{ }},{"trace_id":"empty","step_index":2,"tool_name":"t","inputs":"s"}]}"#.to_owned(),
+        // 7: nesting deeper than the text path takes, shallower than the Value parser's limit.
+        format!(r#"{{"trace":{{"trace_id":"deep","source":"s"}},"steps":[{{"trace_id":"deep","step_index":0,"tool_name":"t","inputs":{deep}}}]}}"#),
+        // 8: malformed.
+        r#"{"trace":{"trace_id":"broken","source":"s"},"steps":[{"trace_id":"broken""#.to_owned(),
+        // 9: a repeated top-level key: the general path keeps the last one.
+        r#"{"trace":{"trace_id":"twice","source":"s"},"steps":[],"steps":[{"trace_id":"twice","step_index":0,"tool_name":"t","inputs":{}}]}"#.to_owned(),
+        // 10: a wrong type.
+        r#"{"trace":{"trace_id":"wrong","source":"s"},"steps":[{"trace_id":"wrong","step_index":"0","tool_name":"t","inputs":{}}]}"#.to_owned(),
+        // 11: a step of another trace.
+        r#"{"trace":{"trace_id":"mine","source":"s"},"steps":[{"trace_id":"other","step_index":4,"tool_name":"t","inputs":{}}]}"#.to_owned(),
+        // 12: null metadata, which the model refuses.
+        r#"{"trace":{"trace_id":"nullmeta","source":"s"},"steps":[{"trace_id":"nullmeta","step_index":0,"tool_name":"t","inputs":{},"metadata":null}]}"#.to_owned(),
+        // 13: a lone surrogate in a payload string.
+        r#"{"trace":{"trace_id":"lone","source":"s"},"steps":[{"trace_id":"lone","step_index":0,"tool_name":"t","inputs":{"s":"\ud800"}}]}"#.to_owned(),
+        // 14: the id of line 1 again (renamed `plain~2`), steps numbered from the line's own.
+        r#"{"trace":{"trace_id":"plain","source":""},"steps":[{"trace_id":"plain","step_index":5,"tool_name":"calc","inputs":{"n":1}},{"trace_id":"plain","step_index":9,"tool_name":"calc","inputs":{"n":2},"duration_ms":1e2}]}"#.to_owned(),
+        // 15: a trace without steps.
+        r#"{"trace":{"trace_id":"nosteps","source":"s","metadata":{"a":{"b":[]}}},"steps":[]}"#.to_owned(),
+    ];
+    lines.join("\n") + "\n"
+}
+
+fn import_raw_with(
+    path: &Path,
+    options: &ImportOptions,
+) -> Result<(ImportReport, Vec<RawImportBatch>), RecorderError> {
+    let mut batches = Vec::new();
+    let report = import_path_raw(
+        path,
+        options,
+        &mut |batch| {
+            batches.push(batch);
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
+    Ok((report, batches))
+}
+
+/// Every row of a SQLite store as text, in storage order.
+fn sqlite_rows(path: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut rows = Vec::new();
+    for query in [
+        "SELECT id, trace_id, session_id, source, agent, started_at, ended_at, metadata, \
+         step_count, error_count, step_duration_ms FROM traces ORDER BY id",
+        "SELECT s.id, t.trace_id, s.step_index, s.call_id, tools.name, s.inputs, s.outputs, \
+         s.error_type, s.error_message, s.started_at, s.ended_at, s.duration_ms, s.recorded_at, \
+         s.metadata, s.is_error FROM steps s JOIN traces t ON t.id = s.trace_key \
+         JOIN tools ON tools.id = s.tool_id ORDER BY s.id",
+    ] {
+        let mut stmt = conn.prepare(query).unwrap();
+        let columns = stmt.column_count();
+        let mut result = stmt.query([]).unwrap();
+        while let Some(row) = result.next().unwrap() {
+            let cells: Vec<String> = (0..columns)
+                .map(|i| format!("{:?}", row.get::<_, rusqlite::types::Value>(i).unwrap()))
+                .collect();
+            rows.push(cells.join(" | "));
+        }
+    }
+    rows
+}
+
+/// The inputs text stored for the first step of `trace_id`.
+fn stored_inputs(path: &Path, trace_id: &str, column: &str) -> Option<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row(
+        &format!(
+            "SELECT s.{column} FROM steps s JOIN traces t ON t.id = s.trace_key \
+             WHERE t.trace_id = ?1 ORDER BY s.step_index LIMIT 1"
+        ),
+        [trace_id],
+        |row| row.get(0),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_raw_path_stores_byte_identical_rows_and_the_same_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "tricky.jsonl", tricky_traces_file().as_bytes());
+    // Small batches, so traces cross batch boundaries both ways.
+    let options = ImportOptions {
+        batch_steps: 3,
+        ..ImportOptions::default()
+    };
+    let values = import_with(&path, &options).unwrap();
+    let (raw_report, raw_batches) = import_raw_with(&path, &options).unwrap();
+    assert_eq!(raw_report, values.report, "same counts and rejects");
+    assert_eq!(raw_batches.len(), values.batches.len());
+
+    // The rejects, as `file:line: reason`.
+    let rejected: Vec<u64> = raw_report.rejects.iter().map(|r| r.line).collect();
+    assert_eq!(rejected, [8, 10, 11, 12, 13], "{:#?}", raw_report.rejects);
+    assert!(
+        raw_report.rejects[2]
+            .reason
+            .contains("step 4 belongs to trace `other`, not `mine`")
+    );
+    for reject in &raw_report.rejects {
+        assert!(
+            reject
+                .to_string()
+                .starts_with(&format!("{}:{}: ", path.display(), reject.line))
+        );
+    }
+    assert_eq!(raw_report.traces, 10);
+    assert_eq!(raw_report.failed_steps, 2);
+
+    // The same data model either way.
+    for (raw, value) in raw_batches.iter().zip(&values.batches) {
+        assert_eq!(raw.traces, value.traces);
+        assert_eq!(raw.steps.to_steps().unwrap(), value.steps);
+    }
+
+    // The same bytes in SQLite: `append` of the Value batches, `append_raw` of the raw ones.
+    let by_value = dir.path().join("value.db");
+    let by_text = dir.path().join("raw.db");
+    let mut store = SqliteStore::open(&by_value).unwrap();
+    for batch in &values.batches {
+        store.append(&batch.traces, &batch.steps).unwrap();
+    }
+    let mut store = SqliteStore::open(&by_text).unwrap();
+    for batch in &raw_batches {
+        store.append_raw(&batch.traces, &batch.steps).unwrap();
+    }
+    let expected = sqlite_rows(&by_value);
+    assert_eq!(expected.len(), 10 + 13);
+    assert_eq!(sqlite_rows(&by_text), expected);
+
+    // And what those bytes are: compact, escapes as serde_json writes them, number text kept.
+    let inputs = |trace: &str| stored_inputs(&by_text, trace, "inputs").unwrap();
+    assert_eq!(inputs("plain"), r#"{"b":1.50,"a":"x"}"#);
+    assert_eq!(inputs("spaced"), r#"{"a":[1,2],"b":{},"c":[]}"#);
+    assert_eq!(
+        stored_inputs(&by_text, "spaced", "outputs").unwrap(),
+        r#"{"x":1e+5,"y":2.5e-3}"#
+    );
+    assert_eq!(
+        stored_inputs(&by_text, "spaced", "metadata").unwrap(),
+        r#"{"k":"v"}"#
+    );
+    assert_eq!(inputs("esc"), "{\"A\":\"é/😀\\u0001\\u001f\\t\\\"\\\\\"}");
+    assert_eq!(
+        stored_inputs(&by_text, "esc", "outputs").unwrap(),
+        r#""line\nbreak""#
+    );
+    assert!(inputs("nums").starts_with(r#"{"z":-0,"zz":-0.0,"big":1e+400,"long":0.0000"#));
+    assert!(inputs("nums").ends_with(r#"2335,"int":123456789012345678901234567890}"#));
+    assert_eq!(inputs("dup"), r#"{"a":3,"b":2}"#);
+    assert_eq!(inputs("empty"), "null");
+    assert_eq!(stored_inputs(&by_text, "empty", "metadata").unwrap(), "{}");
+    assert_eq!(stored_inputs(&by_text, "empty", "outputs"), None);
+    assert_eq!(inputs("twice"), "{}");
+    assert_eq!(inputs("plain~2"), r#"{"n":1}"#);
+}
+
+#[test]
+fn the_raw_path_stores_the_same_parquet_columns() {
+    use arrow::array::{Array, StringArray, UInt32Array};
+    use chainweaver_recorder::store::ParquetStore;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+    /// (trace id, step index, call id, tool, inputs, outputs, error type, message, metadata) of
+    /// every step row in the dataset, sorted.
+    fn step_rows(root: &Path) -> Vec<Vec<Option<String>>> {
+        let mut rows = Vec::new();
+        let mut dirs = vec![root.join("steps")];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let reader =
+                    ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(&path).unwrap())
+                        .unwrap()
+                        .build()
+                        .unwrap();
+                for batch in reader {
+                    let batch = batch.unwrap();
+                    let text = |name: &str, i: usize| {
+                        let column = batch
+                            .column_by_name(name)
+                            .unwrap()
+                            .as_any()
+                            .downcast_ref::<StringArray>()
+                            .unwrap();
+                        (!column.is_null(i)).then(|| column.value(i).to_owned())
+                    };
+                    let index = batch
+                        .column_by_name("step_index")
+                        .unwrap()
+                        .as_any()
+                        .downcast_ref::<UInt32Array>()
+                        .unwrap();
+                    for i in 0..batch.num_rows() {
+                        let mut row = vec![text("trace_id", i), Some(index.value(i).to_string())];
+                        for name in [
+                            "call_id",
+                            "tool_name",
+                            "inputs",
+                            "outputs",
+                            "error_type",
+                            "error_message",
+                            "metadata",
+                        ] {
+                            row.push(text(name, i));
+                        }
+                        rows.push(row);
+                    }
+                }
+            }
+        }
+        rows.sort();
+        rows
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_file(dir.path(), "tricky.jsonl", tricky_traces_file().as_bytes());
+    let values = import(&path);
+    let (_, raw_batches) = import_raw_with(&path, &ImportOptions::default()).unwrap();
+    let mut by_value = ParquetStore::open(&dir.path().join("value.parquet")).unwrap();
+    for batch in &values.batches {
+        by_value.append(&batch.traces, &batch.steps).unwrap();
+    }
+    let mut by_text = ParquetStore::open(&dir.path().join("raw.parquet")).unwrap();
+    for batch in &raw_batches {
+        by_text.append_raw(&batch.traces, &batch.steps).unwrap();
+    }
+    let expected = step_rows(&dir.path().join("value.parquet"));
+    assert_eq!(expected.len(), 13);
+    assert_eq!(step_rows(&dir.path().join("raw.parquet")), expected);
+    let spaced = expected
+        .iter()
+        .find(|row| row[0].as_deref() == Some("spaced"))
+        .unwrap();
+    assert_eq!(spaced[4].as_deref(), Some(r#"{"a":[1,2],"b":{},"c":[]}"#));
+}
+
+#[test]
+fn other_formats_go_the_raw_way_with_the_same_result() {
+    let path = fixture("events.jsonl");
+    let values = import(&path);
+    assert_eq!(values.report.format, ImportFormat::ChainweaverEvents);
+    let (report, batches) = import_raw_with(&path, &ImportOptions::default()).unwrap();
+    assert_eq!(report, values.report);
+    let steps: Vec<ObservedStep> = batches
+        .iter()
+        .flat_map(|b| b.steps.to_steps().unwrap())
+        .collect();
+    let expected: Vec<ObservedStep> = values.steps().into_iter().cloned().collect();
+    assert!(!expected.is_empty());
+    assert_eq!(steps, expected);
 }

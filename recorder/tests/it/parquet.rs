@@ -69,6 +69,11 @@ fn exact_json() {
     suite::exact_json(open_parquet);
 }
 
+#[test]
+fn raw_appends_equal_appends() {
+    suite::raw_appends_equal_appends(open_parquet);
+}
+
 /// Every file below `dir` (relative, `/`-separated), sorted.
 fn files_below(dir: &Path) -> Vec<String> {
     fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {

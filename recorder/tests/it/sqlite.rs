@@ -20,7 +20,7 @@ pub mod suite {
     use chainweaver_recorder::RecorderError;
     use chainweaver_recorder::model::{ObservedStep, ObservedTrace, Timestamp};
     use chainweaver_recorder::store::{
-        PageRequest, StoreCounts, TraceFilter, TraceSort, TraceStore,
+        PageRequest, RawSteps, StoreCounts, TraceFilter, TraceSort, TraceStore,
     };
     use chrono::{Duration, TimeZone, Utc};
     use serde_json::{Value, json};
@@ -640,6 +640,82 @@ pub mod suite {
         );
     }
 
+    /// `append_raw` of steps as text stores what `append` of the same steps stores, with the
+    /// same statistics and the same refusals, also inside a bulk load.
+    pub fn raw_appends_equal_appends(open: Opener) {
+        let (traces, mut steps) = fixture();
+        // Payloads whose text a careless copy would change.
+        let exact = r#"{"zeta":1.0,"alpha":1e+5,"neg":-0,"big":12345678901234567890123,"k":[0.10,{"b":null,"a":"é\n"}]}"#;
+        steps[0].inputs = serde_json::from_str(exact).unwrap();
+        steps[0]
+            .metadata
+            .insert("z".into(), serde_json::from_str("2.50").unwrap());
+        steps[1].outputs = Some(Value::Null);
+        let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+        let mut plain = open(dirs[0].path());
+        let mut raw = open(dirs[1].path());
+        let mut bulk = open(dirs[2].path());
+        bulk.begin_bulk_load().unwrap();
+        // The second batch repeats two steps and updates a trace.
+        let mut update = traces[1].clone();
+        update.agent = Some("agent-y".into());
+        let batches = [
+            (traces.clone(), steps[..5].to_vec()),
+            (vec![update, traces[3].clone()], steps[3..].to_vec()),
+        ];
+        for (traces, steps) in &batches {
+            let expected = plain.append(traces, steps).unwrap();
+            let text = RawSteps::from(&steps[..]);
+            assert_eq!(text.len(), steps.len());
+            assert_eq!(raw.append_raw(traces, &text).unwrap(), expected);
+            assert_eq!(bulk.append_raw(traces, &text).unwrap(), expected);
+        }
+        // Queries during a bulk load see everything stored so far.
+        let by_tool = TraceFilter {
+            tool: Some("search".into()),
+            ..TraceFilter::default()
+        };
+        assert_eq!(
+            bulk.list_traces(&by_tool, &all()).unwrap(),
+            plain.list_traces(&by_tool, &all()).unwrap()
+        );
+        bulk.end_bulk_load().unwrap();
+        let expected = snapshot(plain.as_ref());
+        assert_eq!(expected.0.steps, 9);
+        assert_eq!(snapshot(raw.as_ref()), expected);
+        assert_eq!(snapshot(bulk.as_ref()), expected);
+        let got = raw.get_trace("b-first").unwrap().unwrap();
+        assert_eq!(got.steps[0].inputs.to_string(), exact);
+        assert_eq!(got.steps[1].outputs, Some(Value::Null));
+
+        // A step of an unknown trace fails the whole raw append and changes nothing.
+        let err = raw
+            .append_raw(
+                &[ObservedTrace::new("e-new", "import")],
+                &RawSteps::from(
+                    &[
+                        step("e-new", 0, "brand_new_tool", Some(1.0), false),
+                        step("ghost", 0, "search", None, false),
+                    ][..],
+                ),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&err, RecorderError::InvalidStep { trace_id, .. } if trace_id == "ghost"),
+            "{err}"
+        );
+        let mut infinite = step("b-first", 7, "search", None, false);
+        infinite.duration_ms = Some(f64::INFINITY);
+        let err = raw
+            .append_raw(&[], &RawSteps::from(&[infinite][..]))
+            .unwrap_err();
+        assert!(
+            matches!(err, RecorderError::InvalidStep { step_index: 7, .. }),
+            "{err}"
+        );
+        assert_eq!(snapshot(raw.as_ref()), expected);
+    }
+
     /// Inputs and outputs keep key order and number text; `Some(null)` outputs differ from none.
     pub fn exact_json(open: Opener) {
         let dir = tempfile::tempdir().unwrap();
@@ -675,6 +751,110 @@ pub mod suite {
 #[test]
 fn every_filter() {
     suite::every_filter(open_sqlite);
+}
+
+#[test]
+fn raw_appends_equal_appends() {
+    suite::raw_appends_equal_appends(open_sqlite);
+}
+
+/// The names of the indexes in the file that are not unique keys, sorted.
+fn index_names(path: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'index' \
+             AND name NOT LIKE 'sqlite_autoindex_%' ORDER BY name",
+        )
+        .unwrap();
+    stmt.query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// The schema as SQLite keeps it, to compare files.
+fn schema(path: &Path) -> Vec<(String, Option<String>)> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT name, sql FROM sqlite_master ORDER BY name")
+        .unwrap();
+    stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_bulk_load_into_an_empty_store_builds_the_indexes_at_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("fresh.db");
+    drop(SqliteStore::open(&fresh).unwrap());
+    let all_indexes = index_names(&fresh);
+    assert_eq!(all_indexes.len(), 6, "{all_indexes:?}");
+
+    let (traces, steps) = suite::fixture();
+    let path = dir.path().join("bulk.db");
+    let mut store = SqliteStore::open(&path).unwrap();
+    store.begin_bulk_load().unwrap();
+    let during: Vec<String> = all_indexes
+        .iter()
+        .filter(|name| !name.ends_with("started_at"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        index_names(&path),
+        during,
+        "start-time indexes dropped for the load"
+    );
+    store.append(&traces, &steps).unwrap();
+    store.end_bulk_load().unwrap();
+    assert_eq!(index_names(&path), all_indexes);
+    assert_eq!(schema(&path), schema(&fresh));
+    // Ending twice, or a load into a store holding data, changes nothing.
+    store.end_bulk_load().unwrap();
+    store.begin_bulk_load().unwrap();
+    assert_eq!(
+        index_names(&path),
+        all_indexes,
+        "a store with data keeps them"
+    );
+    store.end_bulk_load().unwrap();
+    assert_eq!(store.counts().unwrap().steps, 9);
+}
+
+#[test]
+fn a_bulk_load_cut_short_leaves_complete_data_and_open_restores_the_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let (traces, steps) = suite::fixture();
+    let mut store = SqliteStore::open(&path).unwrap();
+    store.begin_bulk_load().unwrap();
+    store.append(&traces, &steps[..4]).unwrap();
+    // A failed append in the middle leaves the committed one as it was.
+    let err = store
+        .append(
+            &[],
+            &[chainweaver_recorder::model::ObservedStep::new(
+                "ghost",
+                0,
+                "x",
+                serde_json::json!({}),
+            )],
+        )
+        .unwrap_err();
+    assert!(matches!(err, RecorderError::InvalidStep { .. }), "{err}");
+    // The process dies here: no `end_bulk_load`.
+    drop(store);
+    assert_eq!(index_names(&path).len(), 4);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(
+        index_names(&path).len(),
+        6,
+        "open creates the missing indexes"
+    );
+    let counts = store.counts().unwrap();
+    assert_eq!((counts.traces, counts.steps), (4, 4));
 }
 
 #[test]

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace};
-use crate::store::{timestamp_from_nanos, timestamp_nanos};
+use crate::store::{JsonText, MetadataText, StepView, timestamp_from_nanos, timestamp_nanos};
 
 /// Storage ordinal of a trace: assigned when the trace is first written, never changed.
 pub(super) const TRACE_SEQ: &str = "trace_seq";
@@ -78,14 +78,15 @@ fn metadata_text(metadata: &Map<String, Value>) -> String {
     serde_json::to_string(metadata).unwrap_or_else(|_| "{}".to_owned())
 }
 
-/// A string column of compact JSON text (`None` is a null), written through one reused buffer:
-/// the same text as `Value::to_string`, without a `String` per row.
-fn json_column<'a>(values: impl ExactSizeIterator<Item = Option<&'a Value>>) -> ArrayRef {
+/// A string column of compact JSON text (`None` is a null): raw text as it is, a `Value` written
+/// through one reused buffer (the same text as `Value::to_string`, without a `String` per row).
+fn json_column<'a>(values: impl ExactSizeIterator<Item = Option<JsonText<'a>>>) -> ArrayRef {
     let mut builder = StringBuilder::with_capacity(values.len(), values.len() * 64);
     let mut buffer = Vec::new();
     for value in values {
         match value {
-            Some(value) => {
+            Some(JsonText::Text(text)) => builder.append_value(text),
+            Some(JsonText::Value(value)) => {
                 buffer.clear();
                 // Writing a `Value` to memory cannot fail; serde_json writes UTF-8.
                 let _ = serde_json::to_writer(&mut buffer, value);
@@ -98,10 +99,17 @@ fn json_column<'a>(values: impl ExactSizeIterator<Item = Option<&'a Value>>) -> 
 }
 
 /// A metadata column: the text [`metadata_text`] gives, without a `String` per row.
-fn metadata_column<'a>(maps: impl ExactSizeIterator<Item = &'a Map<String, Value>>) -> ArrayRef {
+fn metadata_column<'a>(maps: impl ExactSizeIterator<Item = MetadataText<'a>>) -> ArrayRef {
     let mut builder = StringBuilder::with_capacity(maps.len(), maps.len() * 2);
     let mut buffer = Vec::new();
     for map in maps {
+        let map = match map {
+            MetadataText::Text(text) => {
+                builder.append_value(text);
+                continue;
+            }
+            MetadataText::Map(map) => map,
+        };
         buffer.clear();
         if map.is_empty() || serde_json::to_writer(&mut buffer, map).is_err() {
             builder.append_value("{}");
@@ -162,37 +170,36 @@ pub(super) fn trace_batch(
 /// Build a `steps` record batch; `rows` pairs each step with its trace's storage ordinal.
 pub(super) fn step_batch(
     path: &Path,
-    rows: &[(u64, &ObservedStep)],
+    rows: &[(u64, &StepView<'_>)],
     write_seq: u64,
 ) -> Result<RecordBatch> {
+    let at = |t: Option<&crate::model::Timestamp>| t.and_then(timestamp_nanos);
     let columns: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(
-            rows.iter().map(|(_, s)| s.trace_id.as_str()),
+            rows.iter().map(|(_, s)| s.trace_id),
         )),
         Arc::new(UInt32Array::from_iter_values(
             rows.iter().map(|(_, s)| s.step_index),
         )),
-        Arc::new(StringArray::from_iter(
-            rows.iter().map(|(_, s)| s.call_id.as_deref()),
-        )),
+        Arc::new(StringArray::from_iter(rows.iter().map(|(_, s)| s.call_id))),
         Arc::new(StringArray::from_iter_values(
-            rows.iter().map(|(_, s)| s.tool_name.as_str()),
+            rows.iter().map(|(_, s)| s.tool_name),
         )),
-        json_column(rows.iter().map(|(_, s)| Some(&s.inputs))),
-        json_column(rows.iter().map(|(_, s)| s.outputs.as_ref())),
+        json_column(rows.iter().map(|(_, s)| Some(s.inputs))),
+        json_column(rows.iter().map(|(_, s)| s.outputs)),
         Arc::new(StringArray::from_iter(
-            rows.iter().map(|(_, s)| s.error_type.as_deref()),
+            rows.iter().map(|(_, s)| s.error_type),
         )),
         Arc::new(StringArray::from_iter(
-            rows.iter().map(|(_, s)| s.error_message.as_deref()),
+            rows.iter().map(|(_, s)| s.error_message),
         )),
-        timestamps(rows.iter().map(|(_, s)| nanos(&s.started_at)).collect()),
-        timestamps(rows.iter().map(|(_, s)| nanos(&s.ended_at)).collect()),
+        timestamps(rows.iter().map(|(_, s)| at(s.started_at)).collect()),
+        timestamps(rows.iter().map(|(_, s)| at(s.ended_at)).collect()),
         Arc::new(Float64Array::from_iter(
             rows.iter().map(|(_, s)| s.duration_ms),
         )),
-        timestamps(rows.iter().map(|(_, s)| nanos(&s.recorded_at)).collect()),
-        metadata_column(rows.iter().map(|(_, s)| &s.metadata)),
+        timestamps(rows.iter().map(|(_, s)| at(s.recorded_at)).collect()),
+        metadata_column(rows.iter().map(|(_, s)| s.metadata)),
         Arc::new(BooleanArray::from_iter(
             rows.iter().map(|(_, s)| Some(s.is_error())),
         )),

@@ -44,8 +44,9 @@ use self::documents::Documents;
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
 use crate::store::{
-    AppendStats, PageRequest, StepColumns, StoreCounts, TraceFilter, TracePage, TraceSort,
-    TraceStore, TraceSummary, merge_trace, summary_duration_ms, timestamp_nanos, validate_batch,
+    AppendStats, PageRequest, RawSteps, StepColumns, StepView, StoreCounts, TraceFilter, TracePage,
+    TraceSort, TraceStore, TraceSummary, merge_trace, summary_duration_ms, timestamp_nanos,
+    validate_batch,
 };
 
 /// The dataset layout version this build writes and understands.
@@ -683,7 +684,7 @@ impl ParquetStore {
         &self,
         seq: u64,
         trace_rows: &BTreeMap<String, Vec<TraceRowOut<'_>>>,
-        step_rows: &BTreeMap<String, Vec<(u64, &ObservedStep)>>,
+        step_rows: &BTreeMap<String, Vec<(u64, &StepView<'_>)>>,
         counts: (u64, u64, u64),
         created: &mut Vec<PathBuf>,
     ) -> Result<()> {
@@ -780,8 +781,13 @@ impl StepCursor {
     }
 }
 
-impl TraceStore for ParquetStore {
-    fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats> {
+impl ParquetStore {
+    /// [`TraceStore::append`] of steps as the store writes them, from either kind of batch.
+    fn append_views(
+        &mut self,
+        traces: &[ObservedTrace],
+        steps: &[StepView<'_>],
+    ) -> Result<AppendStats> {
         validate_batch(traces, steps)?;
         let commits = self.commits()?;
         let last_seq = commits.last().map_or(0, |c| c.seq);
@@ -835,21 +841,21 @@ impl TraceStore for ParquetStore {
             };
             staged.insert(&trace.trace_id, entry);
         }
-        let mut step_rows: BTreeMap<String, Vec<(u64, &ObservedStep)>> = BTreeMap::new();
+        let mut step_rows: BTreeMap<String, Vec<(u64, &StepView<'_>)>> = BTreeMap::new();
         let mut failed_steps = 0;
         for step in steps {
-            let stored = index.traces.get(&step.trace_id);
-            let entry = match staged.get_mut(step.trace_id.as_str()) {
+            let stored = index.traces.get(step.trace_id);
+            let entry = match staged.get_mut(step.trace_id) {
                 Some(entry) => entry,
                 None => {
                     let Some(stored) = stored else {
                         return Err(RecorderError::InvalidStep {
-                            trace_id: step.trace_id.clone(),
+                            trace_id: step.trace_id.to_owned(),
                             step_index: step.step_index,
                             message: "no trace with this id in the batch or the store".into(),
                         });
                     };
-                    staged.entry(&step.trace_id).or_insert(Staged {
+                    staged.entry(step.trace_id).or_insert(Staged {
                         trace_seq: stored.trace_seq,
                         partition: stored.partition.clone(),
                         trace: None,
@@ -865,10 +871,13 @@ impl TraceStore for ParquetStore {
             }
             stats.steps += 1;
             failed_steps += u64::from(step.is_error());
-            step_rows
-                .entry(entry.partition.clone())
-                .or_default()
-                .push((entry.trace_seq, step));
+            // Looked up by `&str` first: a `String` key per step would be an allocation each.
+            match step_rows.get_mut(entry.partition.as_str()) {
+                Some(rows) => rows.push((entry.trace_seq, step)),
+                None => {
+                    step_rows.insert(entry.partition.clone(), vec![(entry.trace_seq, step)]);
+                }
+            }
         }
         let mut trace_rows: BTreeMap<String, Vec<TraceRowOut<'_>>> = BTreeMap::new();
         for entry in staged.values() {
@@ -946,6 +955,17 @@ impl TraceStore for ParquetStore {
         index.next_trace_seq = next_trace_seq;
         index.last_seq = seq;
         Ok(stats)
+    }
+}
+
+impl TraceStore for ParquetStore {
+    fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats> {
+        let views: Vec<StepView<'_>> = steps.iter().map(StepView::from).collect();
+        self.append_views(traces, &views)
+    }
+
+    fn append_raw(&mut self, traces: &[ObservedTrace], steps: &RawSteps) -> Result<AppendStats> {
+        self.append_views(traces, &steps.views())
     }
 
     fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage> {
