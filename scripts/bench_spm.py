@@ -8,7 +8,7 @@ the peers (slow ones once; a peer past PEER_TIMEOUT seconds is killed with its w
 group and reported as a lower bound). Peak memory is /usr/bin/time's maximum resident set.
 
 Environment: CHAINWEAVER_DATASETS (default ../shared/datasets beside the workspace),
-CARGO_TARGET_DIR, BENCH_DIR (default $CARGO_TARGET_DIR/bench-spm), RUNS (5), PEER_RUNS (3),
+CARGO_TARGET_DIR, BENCH_DIR (default $CARGO_TARGET_DIR/bench-spm), RUNS (5), PEER_RUNS (5),
 PEER_TIMEOUT (600), ONLY (comma-separated subset of: contiguous,gapped,big).
 Prints a markdown table to stdout.
 """
@@ -25,7 +25,7 @@ DATASETS = Path(os.environ.get("CHAINWEAVER_DATASETS", ROOT.parent / "shared" / 
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 WORK = Path(os.environ.get("BENCH_DIR", TARGET / "bench-spm"))
 RUNS = int(os.environ.get("RUNS", "5"))
-PEER_RUNS = int(os.environ.get("PEER_RUNS", "3"))
+PEER_RUNS = int(os.environ.get("PEER_RUNS", "5"))
 PEER_TIMEOUT = float(os.environ.get("PEER_TIMEOUT", "600"))
 ONLY = set(os.environ.get("ONLY", "contiguous,gapped,big").split(","))
 OURS = TARGET / "release" / "examples" / "spm_bench"
