@@ -558,19 +558,39 @@ impl<'a, F: FnMut(&[u32], u32)> Miner<'a, F> {
                 continue;
             }
             // Count: items whose last position lies after the pattern's earliest end.
-            for rec in self.arena[frame.start..frame.end].chunks_exact(2) {
-                let (seq, end) = (rec[0] as usize, rec[1]);
-                let weight = self.weights.get(seq).copied().unwrap_or(1);
-                for &(c, at) in &last[last_off[seq] as usize..last_off[seq + 1] as usize] {
-                    if at <= end {
-                        break;
+            if self.weights.is_empty() {
+                // Every sequence counts once: support is the row count, set after the loop.
+                for rec in self.arena[frame.start..frame.end].chunks_exact(2) {
+                    let (seq, end) = (rec[0] as usize, rec[1]);
+                    for &(c, at) in &last[last_off[seq] as usize..last_off[seq + 1] as usize] {
+                        if at <= end {
+                            break;
+                        }
+                        let i = c as usize;
+                        if self.rows[i] == 0 {
+                            self.touched.push(c);
+                        }
+                        self.rows[i] += 1;
                     }
-                    let i = c as usize;
-                    if self.rows[i] == 0 {
-                        self.touched.push(c);
+                }
+                for &c in &self.touched {
+                    self.support[c as usize] = self.rows[c as usize];
+                }
+            } else {
+                for rec in self.arena[frame.start..frame.end].chunks_exact(2) {
+                    let (seq, end) = (rec[0] as usize, rec[1]);
+                    let weight = self.weights[seq];
+                    for &(c, at) in &last[last_off[seq] as usize..last_off[seq + 1] as usize] {
+                        if at <= end {
+                            break;
+                        }
+                        let i = c as usize;
+                        if self.rows[i] == 0 {
+                            self.touched.push(c);
+                        }
+                        self.support[i] += weight;
+                        self.rows[i] += 1;
                     }
-                    self.support[i] += weight;
-                    self.rows[i] += 1;
                 }
             }
             self.select_children();
