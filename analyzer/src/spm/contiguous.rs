@@ -16,6 +16,9 @@
 //! A pattern is closed when no one-item extension to the left or right has the same support
 //! (any longer super-pattern with equal support implies such an extension), so closedness is
 //! decided locally from the counts of both neighbours.
+//!
+//! Subtrees of different root items share nothing but the read-only data, so from 20,000
+//! steps on they are expanded on all cores and replayed in root order (see [`visit`]).
 
 use super::db::SequenceDb;
 use super::error::SpmError;

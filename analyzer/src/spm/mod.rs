@@ -22,6 +22,11 @@
 //! overflow the call stack. Results go to a visitor; the `mine_*` functions collect them and the
 //! `count_*` functions only count.
 //!
+//! From 20,000 steps on, both spread the root items' subtrees over all cores; each subtree's
+//! nodes are recorded compactly and replayed to the visitor in root order, so the patterns and
+//! their order do not depend on the thread count. The gapped engine also mines identical
+//! sequences once, weighted by their number of copies.
+//!
 //! [`reference`] holds brute-force miners that are slow but obviously correct; the test suite
 //! checks both engines against them on thousands of random inputs.
 
