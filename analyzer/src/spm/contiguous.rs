@@ -20,6 +20,9 @@
 //! Subtrees of different root items share nothing but the read-only data, so from 20,000
 //! steps on they are expanded on all cores and replayed in root order (see [`visit`]).
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use super::db::SequenceDb;
 use super::error::SpmError;
 
@@ -148,58 +151,48 @@ where
         miner.search();
         return;
     }
-    // Biggest projections first, so the threads finish together.
-    let mut order: Vec<usize> = (0..roots.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(roots[i].end - roots[i].start));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: std::sync::Mutex<Vec<Option<Vec<Entered>>>> =
-        std::sync::Mutex::new((0..roots.len()).map(|_| None).collect());
     let root_arena = &miner.arena;
-    std::thread::scope(|scope| {
-        for _ in 0..threads.min(roots.len()) {
-            scope.spawn(|| {
-                let report = std::cell::Cell::new(None);
-                let mut worker = Miner::new(db, options, |_: &[u32], support, occurrences| {
-                    report.set(Some((support, occurrences)));
-                });
-                loop {
-                    let taken = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&at) = order.get(taken) else { break };
-                    let root = &roots[at];
-                    // The root's records, copied to the start of this worker's arena; the
-                    // counters are clean between subtrees (every node clears them).
-                    worker.arena.clear();
-                    worker
-                        .arena
-                        .extend_from_slice(&root_arena[root.start..root.end]);
-                    worker.stack.push(Frame {
-                        start: 0,
-                        end: worker.arena.len(),
-                        top: worker.arena.len(),
-                        ..*root
-                    });
-                    let mut entered = Vec::new();
-                    while let Some(frame) = worker.stack.pop() {
-                        worker.enter(frame);
-                        entered.push(Entered {
-                            depth: frame.depth as u32,
-                            item: frame.item,
-                            report: report.take(),
-                        });
-                    }
-                    if let Ok(mut done) = done.lock() {
-                        done[at] = Some(entered);
-                    }
-                }
+    let done = crate::parallel::map_indices_with(
+        roots.len(),
+        threads,
+        |at| roots[at].end - roots[at].start,
+        || {
+            let report = Rc::new(Cell::new(None));
+            let sink = Rc::clone(&report);
+            let worker = Miner::new(db, options, move |_: &[u32], support, occurrences| {
+                sink.set(Some((support, occurrences)));
             });
-        }
-    });
-    let done = done
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (report, worker)
+        },
+        |(report, worker), at| {
+            let root = &roots[at];
+            // The root's records, copied to the start of this worker's arena; the counters
+            // are clean between subtrees (every node clears them).
+            worker.arena.clear();
+            worker
+                .arena
+                .extend_from_slice(&root_arena[root.start..root.end]);
+            worker.stack.push(Frame {
+                start: 0,
+                end: worker.arena.len(),
+                top: worker.arena.len(),
+                ..*root
+            });
+            let mut entered = Vec::new();
+            while let Some(frame) = worker.stack.pop() {
+                worker.enter(frame);
+                entered.push(Entered {
+                    depth: frame.depth as u32,
+                    item: frame.item,
+                    report: report.take(),
+                });
+            }
+            entered
+        },
+    );
     // Replay: a node's pattern is its parent's plus one item.
     let mut pattern: Vec<u32> = Vec::new();
-    for entered in done.into_iter().flatten() {
+    for entered in done {
         for node in entered {
             pattern.truncate(node.depth as usize - 1);
             pattern.push(node.item);

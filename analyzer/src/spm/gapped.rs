@@ -24,6 +24,9 @@
 
 use super::db::SequenceDb;
 use super::error::SpmError;
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use crate::fast_hash::FastMap;
 
 /// Options of the gapped miner.
@@ -223,60 +226,48 @@ fn run_unbounded_parallel<F: FnMut(&[u32], u32)>(
     let root_arena = &miner.arena;
     let n_items = miner.support.len();
     let (items, offsets, weights) = (miner.items, miner.offsets, miner.weights);
-    // Biggest projections first, so the threads finish together (the output is still
-    // replayed in root order).
-    let mut order: Vec<usize> = (0..roots.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(roots[i].end - roots[i].start));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let done: std::sync::Mutex<Vec<Option<Found>>> =
-        std::sync::Mutex::new((0..roots.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..threads.min(roots.len()) {
-            scope.spawn(|| {
-                let found = std::cell::RefCell::new(Found::default());
-                let mut worker = Miner::new(
-                    items,
-                    offsets,
-                    n_items,
-                    weights,
-                    // Every node is recorded (the replay needs the prefixes); the replay keeps
-                    // the long enough ones.
-                    &GappedOptions {
-                        min_length: 1,
-                        ..options.clone()
-                    },
-                    |pattern: &[u32], support: u32| found.borrow_mut().push(pattern, support),
-                );
-                loop {
-                    let taken = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&at) = order.get(taken) else { break };
-                    let root = &roots[at];
-                    // The root's projection, copied to the start of this worker's arena.
-                    // The worker's counters are clean between subtrees: every node clears them.
-                    worker.arena.clear();
-                    worker
-                        .arena
-                        .extend_from_slice(&root_arena[root.start..root.end]);
-                    worker.stack.push(Frame {
-                        start: 0,
-                        end: worker.arena.len(),
-                        top: worker.arena.len(),
-                        ..*root
-                    });
-                    worker.search_unbounded(&tables);
-                    let subtree = found.take();
-                    if let Ok(mut done) = done.lock() {
-                        done[at] = Some(subtree);
-                    }
-                }
+    // Every node is recorded (the replay needs the prefixes); the replay keeps the long enough.
+    let all_lengths = GappedOptions {
+        min_length: 1,
+        ..options.clone()
+    };
+    let done = crate::parallel::map_indices_with(
+        roots.len(),
+        threads,
+        |at| roots[at].end - roots[at].start,
+        || {
+            let found = Rc::new(RefCell::new(Found::default()));
+            let sink = Rc::clone(&found);
+            let worker = Miner::new(
+                items,
+                offsets,
+                n_items,
+                weights,
+                &all_lengths,
+                move |pattern: &[u32], support: u32| sink.borrow_mut().push(pattern, support),
+            );
+            (found, worker)
+        },
+        |(found, worker), at| {
+            let root = &roots[at];
+            // The root's projection, copied to the start of this worker's arena. The worker's
+            // counters are clean between subtrees: every node clears them.
+            worker.arena.clear();
+            worker
+                .arena
+                .extend_from_slice(&root_arena[root.start..root.end]);
+            worker.stack.push(Frame {
+                start: 0,
+                end: worker.arena.len(),
+                top: worker.arena.len(),
+                ..*root
             });
-        }
-    });
-    let done = done
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+            worker.search_unbounded(&tables);
+            found.take()
+        },
+    );
     let mut pattern = Vec::new();
-    for subtree in done.into_iter().flatten() {
+    for subtree in done {
         subtree.replay(&mut pattern, options.min_length, &mut miner.visitor);
     }
 }
