@@ -24,28 +24,8 @@ where
     if threads <= 1 {
         return items.iter().map(f).collect();
     }
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                loop {
-                    let at = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(at) else { break };
-                    let result = f(item);
-                    if let Ok(mut results) = results.lock() {
-                        results[at] = Some(result);
-                    }
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .into_iter()
-        .flatten()
-        .collect()
+    // Equal costs: the (stable) order is the items' own.
+    map_indices_with(items.len(), threads, |_| 0, || (), |(), at| f(&items[at]))
 }
 
 /// `work(state, i)` for every `i` in `0..n`, on up to `threads` threads that each make their
