@@ -55,7 +55,6 @@ use schema::infer_object_schema;
 pub use schema::infer_schema;
 pub use stats::{DailySupport, support_by_day};
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chainweaver_recorder::model::TraceWithSteps;
@@ -67,7 +66,7 @@ use chainweaver_recorder::model::flow::{DagFlow, DagFlowStep, Flow, FlowDefiniti
 use serde_json::{Map, Value, json};
 
 use crate::error::{AnalyzerError, Result};
-use crate::infer::index::{escape_segment, lookup};
+use crate::infer::index::{escape_segment, lookup, split_first_segment, unescape_segment};
 use crate::infer::{
     InferConfig, OccurrenceView, index_occurrences, infer_from_views, occurrence_views,
     pattern_name, resolve_occurrences,
@@ -339,13 +338,8 @@ impl<'v> Builder<'_, 'v> {
     fn output_wire(&mut self, to: usize, from: usize, pointer: &str) -> Option<Wire> {
         let step_id = &self.step_ids[from];
         let (output_key, suffix) = if self.object_output[from] {
-            let rest = pointer.strip_prefix('/')?;
-            let (segment, tail) = match rest.find('/') {
-                Some(at) => (&rest[..at], &rest[at..]),
-                None => (rest, ""),
-            };
-            let key = segment.replace("~1", "/").replace("~0", "~");
-            (key, tail.to_string())
+            let (key, tail) = split_first_segment(pointer)?;
+            (key.into_owned(), tail.to_string())
         } else {
             ("result".to_string(), pointer.to_string())
         };
@@ -383,7 +377,7 @@ fn set_pointer(target: &mut Value, pointer: &str, value: Value) {
     let segments: Vec<String> = pointer
         .split('/')
         .skip(1)
-        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .map(|s| unescape_segment(s).into_owned())
         .collect();
     for (i, segment) in segments.iter().enumerate() {
         if !node.is_object() {
@@ -402,8 +396,7 @@ fn set_pointer(target: &mut Value, pointer: &str, value: Value) {
 
 fn top_key(field: &str) -> String {
     let rest = field.strip_prefix('/').unwrap_or(field);
-    let segment = rest.split('/').next().unwrap_or("");
-    segment.replace("~1", "/").replace("~0", "~")
+    unescape_segment(rest.split('/').next().unwrap_or("")).into_owned()
 }
 
 fn sanitize(name: &str) -> String {
@@ -1077,17 +1070,8 @@ fn resolves_to(mapping: &Map<String, Value>, context: &Context<'_>, inputs: &Val
 
 /// `pointer` (starting with `/`) resolved in the context seen as one object.
 fn context_pointer<'c>(context: &Context<'c>, pointer: &str) -> Option<&'c Value> {
-    let rest = &pointer[1..];
-    let (segment, tail) = match rest.find('/') {
-        Some(at) => (&rest[..at], &rest[at..]),
-        None => (rest, ""),
-    };
-    let key = if segment.contains('~') {
-        Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
-    } else {
-        Cow::Borrowed(segment)
-    };
-    lookup(context.get(key.as_ref())?, tail)
+    let (key, tail) = split_first_segment(pointer)?;
+    lookup(context.get(&key)?, tail)
 }
 
 /// What an input mapping hands a tool, given a context (the specification's semantics).

@@ -77,12 +77,24 @@ pub(crate) fn last_segment(pointer: &str) -> String {
 
 /// [`last_segment`], borrowed unless there is an escape to undo.
 pub(crate) fn last_segment_cow(pointer: &str) -> Cow<'_, str> {
-    let segment = pointer.rsplit('/').next().unwrap_or("");
+    unescape_segment(pointer.rsplit('/').next().unwrap_or(""))
+}
+
+/// One pointer segment with its escapes (`~1`, `~0`) undone; borrowed when it has none.
+pub(crate) fn unescape_segment(segment: &str) -> Cow<'_, str> {
     if segment.contains('~') {
         Cow::Owned(segment.replace("~1", "/").replace("~0", "~"))
     } else {
         Cow::Borrowed(segment)
     }
+}
+
+/// A pointer's first segment (unescaped) and the rest (`""`, or starting with `/`); `None`
+/// when the pointer does not start with `/`.
+pub(crate) fn split_first_segment(pointer: &str) -> Option<(Cow<'_, str>, &str)> {
+    let rest = pointer.strip_prefix('/')?;
+    let (segment, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    Some((unescape_segment(segment), tail))
 }
 
 /// The value at a JSON pointer (RFC 6901), like [`Value::pointer`] but without allocating:
@@ -95,11 +107,7 @@ pub(crate) fn lookup<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
     let rest = pointer.strip_prefix('/')?;
     let mut node = value;
     for raw in rest.split('/') {
-        let segment = if raw.contains('~') {
-            Cow::Owned(raw.replace("~1", "/").replace("~0", "~"))
-        } else {
-            Cow::Borrowed(raw)
-        };
+        let segment = unescape_segment(raw);
         node = match node {
             Value::Object(map) if map.len() <= SMALL_OBJECT => map
                 .iter()
@@ -245,13 +253,7 @@ fn hash_iterative(root: &Value) -> u64 {
         Object(serde_json::map::Iter<'v>, Vec<(u64, u64)>, u64),
     }
     let leaf = |value: &Value| -> Option<u64> {
-        Some(match value {
-            Value::Null => finish(0, ()),
-            Value::Bool(b) => finish(1, b),
-            Value::Number(n) => finish(2, number_text(n)),
-            Value::String(s) => finish(3, s),
-            Value::Array(_) | Value::Object(_) => return None,
-        })
+        (!matches!(value, Value::Array(_) | Value::Object(_))).then(|| leaf_hash(value))
     };
     fn open(value: &Value) -> Option<Frame<'_>> {
         match value {
@@ -737,6 +739,18 @@ mod tests {
                 _ => break,
             };
         }
+    }
+
+    #[test]
+    fn segments_are_unescaped_and_split() {
+        assert_eq!(unescape_segment("a~1b~0c"), "a/b~c");
+        assert!(matches!(unescape_segment("plain"), Cow::Borrowed("plain")));
+        let (first, rest) = split_first_segment("/a~1b/c/d").unwrap();
+        assert_eq!((first.as_ref(), rest), ("a/b", "/c/d"));
+        let (first, rest) = split_first_segment("/only").unwrap();
+        assert_eq!((first.as_ref(), rest), ("only", ""));
+        assert!(split_first_segment("no-slash").is_none());
+        assert_eq!(last_segment_cow("/x/y~0z"), "y~z");
     }
 
     #[test]
