@@ -17,6 +17,7 @@ use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
+use crate::flow::mapping::pointer_tokens;
 use crate::replay::{StepDiff, diff_values};
 use crate::tool::{JsonObject, Tool, ToolFailure, ToolRegistry, any_object_schema, canonical_json};
 
@@ -45,18 +46,23 @@ impl IgnorePaths {
                 Some(at) => (Some(spec[..at].to_string()), &spec[at + 1..]),
                 None => (None, spec),
             };
-            if !pointer.starts_with('/') {
-                return Err(Error::Verify {
-                    candidate: String::new(),
-                    message: format!(
-                        "ignore path `{spec}` is not a JSON pointer (write `/field` or `tool:/field`)"
-                    ),
-                });
-            }
-            let segments = pointer[1..]
-                .split('/')
-                .map(|s| s.replace("~1", "/").replace("~0", "~"))
-                .collect();
+            let segments = match pointer_tokens(pointer) {
+                Ok(segments) if !pointer.is_empty() => segments,
+                Ok(_) => {
+                    return Err(Error::Verify {
+                        candidate: String::new(),
+                        message: format!(
+                            "ignore path `{spec}` is not a JSON pointer (write `/field` or `tool:/field`)"
+                        ),
+                    });
+                }
+                Err(reason) => {
+                    return Err(Error::Verify {
+                        candidate: String::new(),
+                        message: format!("ignore path `{spec}`: {reason}"),
+                    });
+                }
+            };
             paths.push((tool, segments));
         }
         Ok(Self { paths })
@@ -85,13 +91,12 @@ impl IgnorePaths {
 
     /// True when the pointer (into a tool's input or output) is ignored for `tool`.
     pub fn ignores(&self, tool: &str, pointer: &str) -> bool {
-        let Some(rest) = pointer.strip_prefix('/') else {
+        if pointer.is_empty() {
+            return false;
+        }
+        let Ok(tokens) = pointer_tokens(pointer) else {
             return false;
         };
-        let tokens: Vec<String> = rest
-            .split('/')
-            .map(|s| s.replace("~1", "/").replace("~0", "~"))
-            .collect();
         self.for_tool(tool).any(|segments| {
             segments.len() <= tokens.len()
                 && segments
@@ -582,6 +587,11 @@ mod tests {
         assert!(!ignore.ignores("other", "/items/0/ts"));
         assert!(ignore.ignores("other", "/request_id"));
         assert!(IgnorePaths::parse(&["request_id"]).is_err());
+        let bad_escape = IgnorePaths::parse(&["/a~2"]).unwrap_err().to_string();
+        assert!(
+            bad_escape.contains("must be followed by 0 or 1"),
+            "{bad_escape}"
+        );
     }
 
     #[test]
