@@ -12,6 +12,19 @@ pub(crate) fn thread_count(configured: usize) -> usize {
     }
 }
 
+/// Below this many steps a miner runs on one thread (threads cost more than they save).
+pub(crate) const MINING_PARALLEL_MIN_STEPS: usize = 20_000;
+
+/// Threads for mining `steps` steps: all the machine offers from
+/// [`MINING_PARALLEL_MIN_STEPS`] on, else one.
+pub(crate) fn mining_threads(steps: usize) -> usize {
+    if steps >= MINING_PARALLEL_MIN_STEPS {
+        thread_count(0)
+    } else {
+        1
+    }
+}
+
 /// `f` over every item, on up to `threads` threads taking items one at a time (so uneven items
 /// balance), results in the items' order. One thread (or one item) runs inline.
 pub(crate) fn map<T, R, F>(items: &[T], threads: usize, f: F) -> Vec<R>

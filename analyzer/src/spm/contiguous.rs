@@ -119,17 +119,10 @@ where
     if max_length == 0 || max_length < options.min_length {
         return Ok(());
     }
-    let threads = if db.num_steps() >= PARALLEL_MIN_STEPS {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        1
-    };
+    let threads = crate::parallel::mining_threads(db.num_steps());
     visit_threaded(db, options, threads, visitor);
     Ok(())
 }
-
-/// Below this many steps the search runs on one thread (threads cost more than they save).
-const PARALLEL_MIN_STEPS: usize = 20_000;
 
 /// [`visit`] on `threads` threads: the root items' subtrees are spread over the threads, each
 /// subtree's nodes are recorded, and the patterns are handed to `visitor` in root order, so

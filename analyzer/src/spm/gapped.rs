@@ -95,17 +95,13 @@ pub fn count(db: &SequenceDb, options: &GappedOptions) -> Result<u64, SpmError> 
 /// Calls `visitor(items, support)` for every frequent pattern, depth first (a pattern before its
 /// extensions). The slice is only valid for the call.
 ///
-/// Without a gap bound, data of [`PARALLEL_MIN_STEPS`] steps or more is searched on all cores
+/// Without a gap bound, data of 20,000 steps or more is searched on all cores
 /// (root items' subtrees spread over threads); the patterns and their order are the same.
 pub fn visit<F>(db: &SequenceDb, options: &GappedOptions, visitor: F) -> Result<(), SpmError>
 where
     F: FnMut(&[u32], u32),
 {
-    let threads = if db.num_steps() >= PARALLEL_MIN_STEPS {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    } else {
-        1
-    };
+    let threads = crate::parallel::mining_threads(db.num_steps());
     visit_threaded(db, options, threads, visitor)
 }
 
@@ -208,9 +204,6 @@ struct UnboundedTables {
     by_item_off: Vec<u32>,
     by_item: Vec<u32>,
 }
-
-/// Below this many steps the search runs on one thread (threads cost more than they save).
-const PARALLEL_MIN_STEPS: usize = 20_000;
 
 /// The unbounded search with the root items' subtrees spread over `threads` threads. Each
 /// subtree's patterns are buffered and handed to `visitor` in root order, so the output is the
