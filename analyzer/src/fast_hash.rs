@@ -2,8 +2,9 @@
 //! hashes used as map keys. Not keyed: only for data the analysis looks up millions of times,
 //! where SipHash's per-call cost dominated.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 /// A fast, non-cryptographic 64-bit hasher for canonical value hashes: eight bytes a round
 /// (multiply and rotate), then a full avalanche at the end. Value hashes are computed for every
@@ -69,11 +70,85 @@ impl Hasher for NodeHasher {
 /// A `HashMap` with [`NodeHasher`].
 pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<NodeHasher>>;
 
+/// Distinct keys in first-seen order, each found by its position: a scan while there are few
+/// (most JSON objects), a [`FastMap`] once there are more than [`KeyIndex::SCAN_LIMIT`]. The
+/// values live beside it, in a vector of the same order.
+#[derive(Debug, Clone)]
+pub(crate) struct KeyIndex<K> {
+    keys: Vec<K>,
+    positions: FastMap<K, usize>,
+}
+
+impl<K> Default for KeyIndex<K> {
+    fn default() -> Self {
+        Self {
+            keys: Vec::new(),
+            positions: FastMap::default(),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> KeyIndex<K> {
+    /// Up to this many keys are searched by a scan.
+    pub const SCAN_LIMIT: usize = 16;
+
+    /// The position of `key`, if it was pushed.
+    pub fn position<Q>(&self, key: &Q) -> Option<usize>
+    where
+        K: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        if self.keys.len() <= Self::SCAN_LIMIT {
+            self.keys.iter().position(|k| k.borrow() == key)
+        } else {
+            self.positions.get(key).copied()
+        }
+    }
+
+    /// Adds a key not yet present (see [`KeyIndex::position`]); returns its position.
+    pub fn push(&mut self, key: K) -> usize {
+        let at = self.keys.len();
+        self.keys.push(key);
+        if self.keys.len() > Self::SCAN_LIMIT {
+            if self.positions.is_empty() {
+                // Crossing the limit: index every key so far.
+                for (i, k) in self.keys.iter().enumerate() {
+                    self.positions.insert(k.clone(), i);
+                }
+            } else {
+                self.positions.insert(self.keys[at].clone(), at);
+            }
+        }
+        at
+    }
+
+    /// The keys, in the order pushed.
+    pub fn keys(&self) -> &[K] {
+        &self.keys
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::hash::{Hash, Hasher};
 
-    use super::NodeHasher;
+    use super::{KeyIndex, NodeHasher};
+
+    #[test]
+    fn key_index_finds_keys_by_scan_and_by_map() {
+        let mut index: KeyIndex<String> = KeyIndex::default();
+        for i in 0..40 {
+            assert_eq!(index.position(format!("k{i}").as_str()), None);
+            assert_eq!(index.push(format!("k{i}")), i);
+            // Every key so far is found, below and above the scan limit.
+            for j in 0..=i {
+                assert_eq!(index.position(format!("k{j}").as_str()), Some(j), "{i} {j}");
+            }
+        }
+        assert_eq!(index.keys().len(), 40);
+        assert_eq!(index.keys()[39], "k39");
+        assert_eq!(index.position("absent"), None);
+    }
 
     fn hash_of(value: impl Hash) -> u64 {
         let mut hasher = NodeHasher::default();

@@ -66,6 +66,7 @@ use chainweaver_recorder::model::flow::{DagFlow, DagFlowStep, Flow, FlowDefiniti
 use serde_json::{Map, Value, json};
 
 use crate::error::{AnalyzerError, Result};
+use crate::fast_hash::KeyIndex;
 use crate::infer::index::{escape_segment, lookup, split_first_segment, unescape_segment};
 use crate::infer::{
     InferConfig, OccurrenceView, index_occurrences, infer_from_views, occurrence_views,
@@ -784,10 +785,7 @@ fn assemble(
         properties.insert(name.clone(), schema);
     }
     let input_schema = json!({"type": "object", "properties": properties, "required": required});
-    let output_schema = infer_object_schema(
-        final_contexts.iter().map(|c| c.entries.as_slice()),
-        max_enum,
-    );
+    let output_schema = infer_object_schema(final_contexts.iter().map(Context::entries), max_enum);
     let mut tool_schemas = BTreeMap::new();
     for tool in &pattern.tools {
         if !tool_schemas.contains_key(tool) {
@@ -996,49 +994,38 @@ fn always_present_keys(views: &[OccurrenceView<'_>], step: usize, object: bool) 
 /// occurrences and the candidate (payloads are never copied).
 #[derive(Debug, Default)]
 struct Context<'c> {
-    entries: Vec<(&'c str, &'c Value)>,
-    /// Key -> entry, kept once the context outgrows a short scan.
-    positions: HashMap<&'c str, usize>,
+    keys: KeyIndex<&'c str>,
+    values: Vec<&'c Value>,
 }
 
 impl<'c> Context<'c> {
-    /// Contexts up to this many keys are searched by a scan.
-    const SCAN_LIMIT: usize = 16;
-
-    fn position(&self, key: &str) -> Option<usize> {
-        if self.entries.len() <= Self::SCAN_LIMIT {
-            self.entries.iter().position(|(k, _)| *k == key)
-        } else {
-            self.positions.get(key).copied()
-        }
-    }
-
     fn get(&self, key: &str) -> Option<&'c Value> {
-        self.position(key).map(|at| self.entries[at].1)
+        self.keys.position(key).map(|at| self.values[at])
     }
 
     /// Like a map insert: an existing key keeps its place and takes the new value.
     fn insert(&mut self, key: &'c str, value: &'c Value) {
-        match self.position(key) {
-            Some(at) => self.entries[at].1 = value,
+        match self.keys.position(key) {
+            Some(at) => self.values[at] = value,
             None => {
-                self.entries.push((key, value));
-                if self.entries.len() > Self::SCAN_LIMIT {
-                    if self.positions.is_empty() {
-                        for (at, (k, _)) in self.entries.iter().enumerate() {
-                            self.positions.insert(k, at);
-                        }
-                    } else {
-                        self.positions.insert(key, self.entries.len() - 1);
-                    }
-                }
+                self.keys.push(key);
+                self.values.push(value);
             }
         }
     }
 
+    /// The entries in insertion order.
+    fn entries(&self) -> impl Iterator<Item = (&'c str, &'c Value)> + '_ {
+        self.keys
+            .keys()
+            .iter()
+            .copied()
+            .zip(self.values.iter().copied())
+    }
+
     /// Equal as JSON objects (key order does not matter).
     fn equals(&self, map: &Map<String, Value>) -> bool {
-        self.entries.len() == map.len() && self.entries.iter().all(|(k, v)| map.get(*k) == Some(*v))
+        self.values.len() == map.len() && self.entries().all(|(k, v)| map.get(k) == Some(v))
     }
 }
 

@@ -5,7 +5,7 @@
 //! every observed object; arrays describe their items; a string field with few distinct values,
 //! each seen about twice or more, gets an `enum`.
 
-use std::collections::HashMap;
+use crate::fast_hash::KeyIndex;
 
 use serde_json::{Map, Value, json};
 
@@ -26,17 +26,15 @@ const STRING: u8 = 1 << 6;
 /// Schemas describe values down to this many levels of nesting.
 const MAX_SCHEMA_DEPTH: usize = 64;
 
-/// Objects with more properties than this look keys up through a map instead of a scan.
-const PROPERTY_SCAN_LIMIT: usize = 16;
-
 #[derive(Debug, Default)]
 struct Shape {
     count: usize,
     /// Types seen, one bit each (see [`TYPES`]).
     types: u8,
     objects: usize,
-    properties: Vec<(String, Shape)>,
-    property_ids: HashMap<String, usize>,
+    /// Property names in first-seen order; `property_shapes` in the same order.
+    property_names: KeyIndex<String>,
+    property_shapes: Vec<Shape>,
     items: Option<Box<Shape>>,
     strings: usize,
     /// Distinct string values, up to one more than the enum limit.
@@ -109,30 +107,14 @@ impl Shape {
         }
         self.objects += 1;
         for (key, item) in entries {
-            let known = if self.properties.len() <= PROPERTY_SCAN_LIMIT {
-                self.properties.iter().position(|(k, _)| k == key)
-            } else {
-                self.property_ids.get(key).copied()
-            };
-            let id = match known {
+            let id = match self.property_names.position(key) {
                 Some(id) => id,
                 None => {
-                    self.properties.push((key.to_string(), Shape::default()));
-                    if self.properties.len() > PROPERTY_SCAN_LIMIT {
-                        if self.property_ids.is_empty() {
-                            // Crossing the limit: index every key seen so far.
-                            for (i, (k, _)) in self.properties.iter().enumerate() {
-                                self.property_ids.insert(k.clone(), i);
-                            }
-                        } else {
-                            self.property_ids
-                                .insert(key.to_string(), self.properties.len() - 1);
-                        }
-                    }
-                    self.properties.len() - 1
+                    self.property_shapes.push(Shape::default());
+                    self.property_names.push(key.to_string())
                 }
             };
-            self.properties[id].1.add(item, max_enum, depth + 1);
+            self.property_shapes[id].add(item, max_enum, depth + 1);
         }
     }
 
@@ -159,7 +141,7 @@ impl Shape {
         if self.objects > 0 {
             let mut properties = Map::new();
             let mut required = Vec::new();
-            for (key, shape) in &self.properties {
+            for (key, shape) in self.property_names.keys().iter().zip(&self.property_shapes) {
                 properties.insert(key.clone(), shape.schema(max_enum));
                 if shape.count == self.objects {
                     required.push(Value::String(key.clone()));
@@ -186,13 +168,16 @@ impl Shape {
 }
 
 /// [`infer_schema`] of objects given as borrowed entries (no object is built to describe it).
-pub(crate) fn infer_object_schema<'a>(
-    objects: impl IntoIterator<Item = &'a [(&'a str, &'a Value)]>,
+pub(crate) fn infer_object_schema<'a, E>(
+    objects: impl IntoIterator<Item = E>,
     max_enum: usize,
-) -> Value {
+) -> Value
+where
+    E: Iterator<Item = (&'a str, &'a Value)>,
+{
     let mut shape = Shape::default();
     for entries in objects {
-        shape.add_object(entries.iter().copied(), max_enum, 0);
+        shape.add_object(entries, max_enum, 0);
     }
     shape.schema(max_enum)
 }

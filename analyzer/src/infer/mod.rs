@@ -50,6 +50,7 @@ use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::Value;
 
 use crate::error::{AnalyzerError, Result};
+use crate::fast_hash::KeyIndex;
 use index::{
     FastMap, OccurrenceIndex, OccurrenceSpan, Side, ValueIndex, canonical_hash, last_segment,
     last_segment_cow,
@@ -322,56 +323,30 @@ struct Field<'v> {
 /// A node of the tree of input keys seen at one step, across occurrences.
 #[derive(Debug, Default)]
 struct FieldStat<'v> {
-    key: &'v str,
     pointer: String,
     objects: usize,
     found_whole: usize,
     hashes: FastMap<u64, usize>,
     values: Vec<(usize, &'v Value, u64)>,
+    /// Child ids, in first-seen order; `child_keys` in the same order.
     children: Vec<usize>,
-    /// Key -> child, kept once the children outgrow a short scan.
-    child_ids: FastMap<&'v str, usize>,
+    child_keys: KeyIndex<&'v str>,
 }
-
-/// Children up to this many are found by a scan.
-const CHILD_SCAN_LIMIT: usize = 16;
 
 /// The id of `parent`'s child `key`, created (in first-seen order) when new.
 fn child_stat<'v>(stats: &mut Vec<FieldStat<'v>>, parent: usize, key: &'v str) -> usize {
-    let known = if stats[parent].children.len() <= CHILD_SCAN_LIMIT {
-        stats[parent]
-            .children
-            .iter()
-            .copied()
-            .find(|&c| stats[c].key == key)
-    } else {
-        stats[parent].child_ids.get(key).copied()
-    };
-    if let Some(id) = known {
-        return id;
+    if let Some(at) = stats[parent].child_keys.position(key) {
+        return stats[parent].children[at];
     }
     let id = stats.len();
     let pointer = format!("{}/{}", stats[parent].pointer, index::escape_segment(key));
     stats.push(FieldStat {
-        key,
         pointer,
         ..FieldStat::default()
     });
     let parent_stat = &mut stats[parent];
     parent_stat.children.push(id);
-    if parent_stat.children.len() > CHILD_SCAN_LIMIT {
-        if parent_stat.child_ids.is_empty() {
-            // Crossing the limit: index every child so far (keys are unique, so the ids are
-            // gathered first and looked up after).
-            let children = parent_stat.children.clone();
-            for child in children {
-                let child_key = stats[child].key;
-                stats[parent].child_ids.insert(child_key, child);
-            }
-        } else {
-            parent_stat.child_ids.insert(key, id);
-        }
-    }
+    parent_stat.child_keys.push(key);
     id
 }
 
