@@ -22,6 +22,24 @@ impl NodeHasher {
     }
 }
 
+/// The 1 to 7 bytes of `rest` as a little-endian word padded with zeros, read with two
+/// overlapping loads instead of a variable-length copy (which calls `memcpy`).
+#[inline]
+fn tail_word(rest: &[u8]) -> u64 {
+    let n = rest.len();
+    if n >= 4 {
+        let low = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
+        let high = u32::from_le_bytes([rest[n - 4], rest[n - 3], rest[n - 2], rest[n - 1]]);
+        // The loads overlap on equal bytes at equal positions, so OR joins them.
+        u64::from(low) | (u64::from(high) << ((n - 4) * 8))
+    } else {
+        // n is 1, 2 or 3: bytes 0, n / 2 and n - 1 cover every position.
+        u64::from(rest[0])
+            | (u64::from(rest[n / 2]) << (n / 2 * 8))
+            | (u64::from(rest[n - 1]) << ((n - 1) * 8))
+    }
+}
+
 impl Hasher for NodeHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
@@ -33,10 +51,8 @@ impl Hasher for NodeHasher {
         }
         let rest = chunks.remainder();
         if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
             // The length keeps "a" and "a\0" apart.
-            self.mix(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+            self.mix(tail_word(rest) ^ ((rest.len() as u64) << 59));
         }
     }
 
@@ -154,6 +170,20 @@ mod tests {
         let mut hasher = NodeHasher::default();
         value.hash(&mut hasher);
         hasher.finish()
+    }
+
+    #[test]
+    fn tail_words_are_the_zero_padded_bytes() {
+        for n in 1..8usize {
+            let bytes: Vec<u8> = (0..n as u8).map(|i| 0xA0 | i).collect();
+            let mut padded = [0u8; 8];
+            padded[..n].copy_from_slice(&bytes);
+            assert_eq!(
+                super::tail_word(&bytes),
+                u64::from_le_bytes(padded),
+                "{n} bytes"
+            );
+        }
     }
 
     #[test]

@@ -12,8 +12,9 @@ use chainweaver_recorder::model::{Timestamp, TraceWithSteps};
 use chainweaver_recorder::store::{TraceFilter, TraceStore};
 use serde::{Deserialize, Serialize};
 
-use crate::candidate::{CandidateConfig, build_candidates_profiled};
+use crate::candidate::{Built, CandidateConfig, Probe, build_candidates_profiled, even_positions};
 use crate::error::{AnalyzerError, Result};
+use crate::parallel;
 use crate::spm::{self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder};
 
 /// What to mine and how many candidates to propose.
@@ -41,11 +42,25 @@ pub struct MineConfig {
     /// When a pattern is sampled: support, occurrence counts, round trips saved and support per
     /// day stay the full figures and the score is scaled to them; bindings' confidences, the
     /// success rate, determinism, schemas and the occurrence references come from the sample
-    /// (tools are then profiled over the calls of the sampled occurrences), and the candidate's
-    /// metadata says `sampled_occurrences`. Patterns with fewer occurrences are read whole and
+    /// (tools are then profiled over the calls of the sampled occurrences, the samples as drawn
+    /// here, before any probe), and the candidate's metadata says `sampled_occurrences`. Patterns with fewer occurrences are read whole and
     /// come out exactly as without a cap. Overrides
     /// [`StreamConfig::max_occurrences_per_pattern`] when set.
     pub max_inference_occurrences: Option<usize>,
+    /// A pattern with more occurrences than this is first probed: its bindings are inferred on
+    /// this many of its (sampled) occurrences, spread evenly, and when a step then shows no
+    /// link to any other step even at a loose bar (no source or runner-up reading or read by
+    /// another step in half the occurrences), the candidate is built from the probe alone.
+    /// Default: 64.
+    ///
+    /// Such a pattern is a flow padded with an unrelated call (an agent's `think` before or
+    /// after it) or tools that merely follow each other: its data flow is below 1, it ranks
+    /// below the flow it contains, and `verify` rejects it by default, so inference effort goes
+    /// to the patterns that can be promoted. A link holding in 80% of the occurrences (the
+    /// binding bar) shows in under half of 64 evenly spaced ones about once in a billion. The
+    /// candidate's metadata lists the steps as `unlinked_in_probe`, and `sampled_occurrences`
+    /// says what was read. `None`: no probe.
+    pub probe_occurrences: Option<usize>,
 }
 
 /// Tuning of [`ChainAnalyzer::analyze_store`], the streaming path.
@@ -81,6 +96,7 @@ impl Default for MineConfig {
             max_dated_patterns: 1000,
             candidate: CandidateConfig::default(),
             max_inference_occurrences: Some(1_000),
+            probe_occurrences: Some(64),
         }
     }
 }
@@ -139,24 +155,28 @@ impl TraceDays {
         days
     }
 
-    /// Distinct traces per day for each occurrence list, in order.
-    fn support_by_day(&self, lists: &[Vec<Occurrence>]) -> Vec<BTreeMap<String, u64>> {
+    /// Distinct traces per day for each list of occurrences (given by their traces), in order.
+    fn support_by_day<L, T>(&self, lists: L) -> Vec<BTreeMap<String, u64>>
+    where
+        L: IntoIterator<Item = T>,
+        T: IntoIterator<Item = usize>,
+    {
         // `seen[trace]` holds the number (plus one) of the last list that counted the trace.
         let mut seen = vec![0u32; self.day_of.len()];
         let mut counts = vec![0u64; self.names.len()];
         let mut touched = Vec::new();
-        let mut out = Vec::with_capacity(lists.len());
-        for (number, list) in lists.iter().enumerate() {
+        let mut out = Vec::new();
+        for (number, list) in lists.into_iter().enumerate() {
             let mark = number as u32 + 1;
-            for occurrence in list {
-                let Some(slot) = seen.get_mut(occurrence.trace) else {
+            for trace in list {
+                let Some(slot) = seen.get_mut(trace) else {
                     continue;
                 };
                 if *slot == mark {
                     continue;
                 }
                 *slot = mark;
-                let day = self.day_of[occurrence.trace];
+                let day = self.day_of[trace];
                 if day != NO_DAY {
                     if counts[day as usize] == 0 {
                         touched.push(day);
@@ -182,7 +202,7 @@ struct Mined {
     /// Closed frequent patterns, best-ranked first.
     patterns: Vec<PatternSummary>,
     /// Interned tools of the first `max_candidates` patterns, with their occurrences.
-    chosen: Vec<(Vec<u32>, Vec<Occurrence>)>,
+    chosen: Vec<(Vec<u32>, Located)>,
 }
 
 /// Everything one analysis produced.
@@ -217,9 +237,23 @@ impl ChainAnalyzer {
 
     /// The interned tool sequences of `traces`, one sequence a trace.
     pub fn sequence_db(traces: &[TraceWithSteps]) -> Result<SequenceDb> {
+        let steps: usize = traces.iter().map(|t| t.steps.len()).sum();
+        let threads = parallel::mining_threads(steps);
+        // Consecutive chunks interned on their own threads, then appended in order: the same
+        // ids as one pass (reading every step's name is what costs, not the merge).
+        let chunks: Vec<&[TraceWithSteps]> = traces
+            .chunks(traces.len().div_ceil(threads).max(1))
+            .collect();
+        let built = parallel::map(&chunks, threads, |chunk| {
+            let mut builder = SequenceDbBuilder::new();
+            for trace in *chunk {
+                builder.push_sequence(trace.steps.iter().map(|s| s.tool_name.as_str()))?;
+            }
+            Ok::<_, AnalyzerError>(builder)
+        });
         let mut builder = SequenceDbBuilder::new();
-        for trace in traces {
-            builder.push_sequence(trace.steps.iter().map(|s| s.tool_name.as_str()))?;
+        for chunk in built {
+            builder.append(chunk?)?;
         }
         Ok(builder.finish())
     }
@@ -238,7 +272,7 @@ impl ChainAnalyzer {
         // With a sample, tools are profiled over the calls it reads (as the streaming path
         // does), so inference costs the same however large the traffic.
         let sampled = chosen.iter().any(|c| c.sampled);
-        let (candidates, skipped) = build_chosen(traces, &chosen, &days, config, sampled);
+        let (candidates, skipped) = build_chosen(traces, chosen, &days, config, sampled);
         Ok(MineOutcome {
             traces: traces.len(),
             steps: db.num_steps(),
@@ -330,7 +364,7 @@ impl ChainAnalyzer {
                 occurrence.trace = needed.partition_point(|&t| t < occurrence.trace);
             }
         }
-        let (candidates, skipped) = build_chosen(&loaded, &chosen, &days, config, true);
+        let (candidates, skipped) = build_chosen(&loaded, chosen, &days, config, true);
         Ok(MineOutcome {
             traces: db.len(),
             steps: db.num_steps(),
@@ -391,12 +425,44 @@ impl ChainAnalyzer {
             .take(config.max_dated_patterns.max(config.max_candidates))
             .map(|(items, _, _)| items)
             .collect();
-        let mut occurrence_lists = pattern_occurrences(db, &located, config.max_gap);
-        let dated = occurrence_lists.len().min(config.max_dated_patterns);
-        let mut by_day = days.support_by_day(&occurrence_lists[..dated]);
+        let dated = located.len().min(config.max_dated_patterns);
+        // Only the candidates' occurrences are spelled out step by step; the rest are needed
+        // for their traces alone.
+        let (mut by_day, occurrence_lists): (_, Vec<Located>) = match config.max_gap {
+            None => {
+                let mut lists = spm::contiguous::occurrences(db, &located);
+                let by_day = days.support_by_day(
+                    lists[..dated]
+                        .iter()
+                        .map(|list| list.iter().map(|o| o.sequence as usize)),
+                );
+                lists.truncate(config.max_candidates);
+                let chosen = lists
+                    .into_iter()
+                    .zip(&located)
+                    .map(|(list, items)| Located::Contiguous {
+                        len: items.len(),
+                        list,
+                    })
+                    .collect();
+                (by_day, chosen)
+            }
+            Some(max_gap) => {
+                let mut lists: Vec<Vec<Occurrence>> = located
+                    .iter()
+                    .map(|items| gapped_occurrences(db, items, max_gap))
+                    .collect();
+                let by_day = days.support_by_day(
+                    lists[..dated]
+                        .iter()
+                        .map(|list| list.iter().map(|o| o.trace)),
+                );
+                lists.truncate(config.max_candidates);
+                (by_day, lists.into_iter().map(Located::Gapped).collect())
+            }
+        };
         by_day.resize(found.len(), BTreeMap::new());
-        occurrence_lists.truncate(config.max_candidates);
-        let chosen: Vec<(Vec<u32>, Vec<Occurrence>)> = located
+        let chosen: Vec<(Vec<u32>, Located)> = located
             .iter()
             .zip(occurrence_lists)
             .map(|(items, list)| ((*items).clone(), list))
@@ -422,22 +488,29 @@ impl ChainAnalyzer {
     fn chosen_patterns(
         &self,
         db: &SequenceDb,
-        chosen: Vec<(Vec<u32>, Vec<Occurrence>)>,
+        chosen: Vec<(Vec<u32>, Located)>,
         cap: Option<usize>,
     ) -> Vec<ChosenPattern> {
         let gapped = self.config.max_gap.is_some_and(|gap| gap > 0);
         chosen
             .into_iter()
-            .map(|(items, occurrences)| {
+            .map(|(items, located)| {
                 let tools: Vec<String> = items.iter().map(|&id| db.name(id).to_string()).collect();
-                let total = occurrences.len();
-                let support = distinct_traces(&occurrences);
-                let traces: Vec<usize> = occurrences.iter().map(|o| o.trace).collect();
-                let sample = match cap {
-                    Some(cap) if total > cap.max(1) => sample_evenly(occurrences, cap.max(1)),
-                    _ => occurrences,
+                let total = located.len();
+                let traces: Vec<usize> = (0..total).map(|i| located.trace(i)).collect();
+                let support = distinct(&traces);
+                let sample: Vec<Occurrence> = match cap {
+                    Some(cap) if total > cap.max(1) => even_positions(total, cap.max(1))
+                        .map(|i| located.occurrence(i))
+                        .collect(),
+                    _ => (0..total).map(|i| located.occurrence(i)).collect(),
                 };
                 let sampled = sample.len() < total;
+                // The probe may shrink the sample later, so its traces are kept then too.
+                let may_shrink = self
+                    .config
+                    .probe_occurrences
+                    .is_some_and(|probe| sample.len() > probe);
                 let mut pattern = Pattern::new(tools, sample);
                 pattern.gapped = gapped;
                 ChosenPattern {
@@ -445,35 +518,94 @@ impl ChainAnalyzer {
                     sampled,
                     total,
                     support,
-                    traces: if sampled { traces } else { Vec::new() },
+                    traces: if sampled || may_shrink {
+                        traces
+                    } else {
+                        Vec::new()
+                    },
                 }
             })
             .collect()
     }
 }
 
-/// A pattern that becomes a candidate: the occurrences inference reads and the full figures.
+/// A chosen pattern's occurrences as mining found them; contiguous ones are kept as a trace and
+/// a start, and spelled out step by step only for the occurrences inference reads.
+enum Located {
+    Contiguous {
+        len: usize,
+        list: Vec<spm::contiguous::Occurrence>,
+    },
+    Gapped(Vec<Occurrence>),
+}
+
+impl Located {
+    fn len(&self) -> usize {
+        match self {
+            Located::Contiguous { list, .. } => list.len(),
+            Located::Gapped(list) => list.len(),
+        }
+    }
+
+    fn trace(&self, i: usize) -> usize {
+        match self {
+            Located::Contiguous { list, .. } => list[i].sequence as usize,
+            Located::Gapped(list) => list[i].trace,
+        }
+    }
+
+    fn occurrence(&self, i: usize) -> Occurrence {
+        match self {
+            Located::Contiguous { len, list } => {
+                let start = list[i].start as usize;
+                Occurrence {
+                    trace: list[i].sequence as usize,
+                    steps: (start..start + len).collect(),
+                }
+            }
+            Located::Gapped(list) => list[i].clone(),
+        }
+    }
+}
+
 /// Candidates for the chosen patterns, ranked, their evidence corrected to the full counts
 /// where inference read a sample; the patterns that could not become one, with why.
 fn build_chosen(
     traces: &[TraceWithSteps],
-    chosen: &[ChosenPattern],
+    mut chosen: Vec<ChosenPattern>,
     days: &TraceDays,
     config: &MineConfig,
     profile_occurrences_only: bool,
 ) -> (Vec<Candidate>, Vec<(Vec<String>, String)>) {
     let mut candidates = Vec::new();
     let mut skipped = Vec::new();
+    let probe = config.probe_occurrences.map(|occurrences| Probe {
+        occurrences,
+        link_share: PROBE_LINK_SHARE,
+    });
     let built = build_candidates_profiled(
         traces,
-        &chosen.iter().map(|c| c.sample.clone()).collect::<Vec<_>>(),
+        // The occurrences move to the builder; the tools stay for the report.
+        &chosen
+            .iter_mut()
+            .map(|c| Pattern {
+                tools: c.sample.tools.clone(),
+                occurrences: std::mem::take(&mut c.sample.occurrences),
+                gapped: c.sample.gapped,
+            })
+            .collect::<Vec<_>>(),
         &config.candidate,
         profile_occurrences_only,
+        probe,
     );
     for (chosen, built) in chosen.iter().zip(built) {
         match built {
-            Ok(mut candidate) => {
-                chosen.correct_evidence(&mut candidate, days);
+            Ok(Built {
+                mut candidate,
+                unlinked_in_probe,
+                read,
+            }) => {
+                chosen.correct_evidence(&mut candidate, days, read, &unlinked_in_probe);
                 candidates.push(candidate);
             }
             Err(err) => skipped.push((chosen.sample.tools.clone(), err.to_string())),
@@ -483,20 +615,33 @@ fn build_chosen(
     (candidates, skipped)
 }
 
+/// A pattern that becomes a candidate: the occurrences inference reads and the full figures.
 struct ChosenPattern {
     sample: Pattern,
     /// True when `sample` holds fewer occurrences than the pattern has.
     sampled: bool,
     total: usize,
     support: usize,
-    /// Trace of every occurrence (kept only when sampled, for support per day).
+    /// Trace of every occurrence (kept only when sampled or when the probe may sample it, for
+    /// support per day).
     traces: Vec<usize>,
 }
 
+/// Loose link share the probe asks of a source: well under `InferConfig::min_confidence`, so
+/// sampling noise in the probe does not hide a link the full inference would bind.
+const PROBE_LINK_SHARE: f64 = 0.5;
+
 impl ChosenPattern {
-    /// Put the full figures into the evidence of a candidate built from a sample.
-    fn correct_evidence(&self, candidate: &mut Candidate, days: &TraceDays) {
-        if !self.sampled {
+    /// Put the full figures into the evidence of a candidate built from `read` of the
+    /// pattern's occurrences (a sample, or the probe's when it found `unlinked` steps).
+    fn correct_evidence(
+        &self,
+        candidate: &mut Candidate,
+        days: &TraceDays,
+        read: usize,
+        unlinked: &[usize],
+    ) {
+        if read >= self.total {
             return;
         }
         let evidence = &mut candidate.evidence;
@@ -508,57 +653,40 @@ impl ChosenPattern {
         evidence.support = self.support;
         evidence.occurrences = self.total;
         evidence.round_trips_saved = full_saved;
-        let occurrences: Vec<Occurrence> = self
-            .traces
-            .iter()
-            .map(|&trace| Occurrence {
-                trace,
-                steps: Vec::new(),
-            })
-            .collect();
         evidence.support_by_day = days
-            .support_by_day(std::slice::from_ref(&occurrences))
+            .support_by_day([self.traces.iter().copied()])
             .pop()
             .unwrap_or_default()
             .into_iter()
             .map(|(day, n)| (day, n as usize))
             .collect();
-        candidate.metadata.insert(
-            "sampled_occurrences".into(),
-            serde_json::Value::from(self.sample.occurrences.len()),
-        );
-    }
-}
-
-fn distinct_traces(occurrences: &[Occurrence]) -> usize {
-    // Occurrence lists come sorted by trace; count changes, then fall back when unsorted.
-    if occurrences.windows(2).all(|w| w[0].trace <= w[1].trace) {
-        occurrences
-            .iter()
-            .enumerate()
-            .filter(|(i, o)| *i == 0 || occurrences[i - 1].trace != o.trace)
-            .count()
-    } else {
-        let mut traces: Vec<usize> = occurrences.iter().map(|o| o.trace).collect();
-        traces.sort_unstable();
-        traces.dedup();
-        traces.len()
-    }
-}
-
-/// `cap` occurrences spread evenly over `all` (the first one included), in order.
-fn sample_evenly(all: Vec<Occurrence>, cap: usize) -> Vec<Occurrence> {
-    let total = all.len();
-    let mut picked = Vec::with_capacity(cap);
-    let mut next = 0usize;
-    for (i, occurrence) in all.into_iter().enumerate() {
-        // Occurrence `i` is taken when it is the first at or past the k-th even mark.
-        if picked.len() < cap && i * cap >= next * total {
-            picked.push(occurrence);
-            next += 1;
+        candidate
+            .metadata
+            .insert("sampled_occurrences".into(), serde_json::Value::from(read));
+        if !unlinked.is_empty() {
+            candidate.metadata.insert(
+                "unlinked_in_probe".into(),
+                serde_json::Value::from(unlinked.to_vec()),
+            );
         }
     }
-    picked
+}
+
+/// Distinct values of `traces`.
+fn distinct(traces: &[usize]) -> usize {
+    // Occurrence lists come sorted by trace; count changes, then fall back when unsorted.
+    if traces.windows(2).all(|w| w[0] <= w[1]) {
+        traces
+            .iter()
+            .enumerate()
+            .filter(|&(i, &t)| i == 0 || traces[i - 1] != t)
+            .count()
+    } else {
+        let mut sorted = traces.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        sorted.len()
+    }
 }
 
 /// Best first: highest score, ties by id (the order `analyze` returns candidates in).
@@ -569,33 +697,6 @@ pub fn sort_candidates(candidates: &mut [Candidate]) {
             .total_cmp(&a.evidence.score)
             .then_with(|| a.id.cmp(&b.id))
     });
-}
-
-/// The occurrences of each pattern: contiguous positions, or (with a gap) the leftmost
-/// non-overlapping matches.
-fn pattern_occurrences(
-    db: &SequenceDb,
-    patterns: &[&Vec<u32>],
-    max_gap: Option<usize>,
-) -> Vec<Vec<Occurrence>> {
-    match max_gap {
-        None => spm::contiguous::occurrences(db, patterns)
-            .into_iter()
-            .zip(patterns)
-            .map(|(list, items)| {
-                list.into_iter()
-                    .map(|o| Occurrence {
-                        trace: o.sequence as usize,
-                        steps: (o.start as usize..o.start as usize + items.len()).collect(),
-                    })
-                    .collect()
-            })
-            .collect(),
-        Some(max_gap) => patterns
-            .iter()
-            .map(|items| gapped_occurrences(db, items, max_gap))
-            .collect(),
-    }
 }
 
 /// Keep the closed gapped patterns: drop one when a longer pattern that contains it as a

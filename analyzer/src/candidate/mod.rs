@@ -67,7 +67,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{AnalyzerError, Result};
 use crate::fast_hash::KeyIndex;
-use crate::infer::index::{escape_segment, lookup, split_first_segment, unescape_segment};
+use crate::infer::index::{escape_segment, lookup, member, split_first_segment, unescape_segment};
 use crate::infer::{
     InferConfig, OccurrenceView, index_occurrences, infer_from_views, occurrence_views,
     pattern_name, resolve_occurrences,
@@ -87,6 +87,9 @@ pub struct CandidateConfig {
     /// Threads [`build_candidates`] uses, one pattern (and one tool profile) at a time each;
     /// `0`: what the machine offers. Results do not depend on it.
     pub threads: usize,
+    /// A tool's schemas are inferred from at most this many of its successful calls, spread
+    /// evenly over them (`None`: all). Determinism still reads every call. Default: 1,000.
+    pub max_schema_calls: Option<usize>,
 }
 
 impl Default for CandidateConfig {
@@ -97,6 +100,7 @@ impl Default for CandidateConfig {
             side_effect_factor: 0.75,
             flagged_binding_weight: 0.25,
             threads: 0,
+            max_schema_calls: Some(1_000),
         }
     }
 }
@@ -118,17 +122,41 @@ pub fn build_candidates(
     patterns: &[Pattern],
     config: &CandidateConfig,
 ) -> Vec<Result<Candidate>> {
-    build_candidates_profiled(traces, patterns, config, false)
+    build_candidates_profiled(traces, patterns, config, false, None)
+        .into_iter()
+        .map(|built| built.map(|b| b.candidate))
+        .collect()
+}
+
+/// The miner's probe of patterns with many occurrences: inference first reads `occurrences` of
+/// them (spread evenly), and when a step shows no link to any other step at the loose bar
+/// `link_share` (see [`loosely_linked_steps`]), the candidate is built from those alone.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Probe {
+    pub occurrences: usize,
+    pub link_share: f64,
+}
+
+/// A candidate and what the probe decided for it.
+pub(crate) struct Built {
+    pub candidate: Candidate,
+    /// Steps the probe found linked to no other (empty when the candidate read every
+    /// occurrence of its pattern).
+    pub unlinked_in_probe: Vec<usize>,
+    /// Occurrences inference read.
+    pub read: usize,
 }
 
 /// [`build_candidates`], the tools profiled over the steps of the patterns' occurrences when
-/// `profile_occurrences_only`, else over every step of `traces`.
+/// `profile_occurrences_only`, else over every step of `traces`, and patterns probed first
+/// when `probe` says so (profiles do not depend on the probe).
 pub(crate) fn build_candidates_profiled(
     traces: &[TraceWithSteps],
     patterns: &[Pattern],
     config: &CandidateConfig,
     profile_occurrences_only: bool,
-) -> Vec<Result<Candidate>> {
+    probe: Option<Probe>,
+) -> Vec<Result<Built>> {
     // Only the patterns' tools are ever looked up.
     let tools: HashSet<String> = patterns
         .iter()
@@ -136,46 +164,124 @@ pub(crate) fn build_candidates_profiled(
         .collect();
     let threads = parallel::thread_count(config.threads);
     let profiles = if profile_occurrences_only {
-        // Every step of every occurrence, once, in traffic order.
-        let mut steps: Vec<(usize, usize)> = patterns
-            .iter()
-            .flat_map(|p| {
-                p.occurrences
-                    .iter()
-                    .flat_map(|o| o.steps.iter().map(|&s| (o.trace, s)))
-            })
-            .collect();
-        steps.sort_unstable();
-        steps.dedup();
-        ToolProfiles::compute_over(
-            steps
+        // Every step of every occurrence, grouped by tool without reading the steps (the
+        // pattern names each position's tool); the tools' jobs sort and read their own.
+        let mut names: Vec<&str> = tools.iter().map(String::as_str).collect();
+        names.sort_unstable();
+        let mut groups: Vec<Vec<(usize, usize)>> = vec![Vec::new(); names.len()];
+        for pattern in patterns {
+            let ids: Vec<Option<usize>> = pattern
+                .tools
                 .iter()
-                .filter_map(|&(t, s)| traces.get(t).and_then(|t| t.steps.get(s))),
-            Some(&tools),
-            config.infer.max_payload_bytes,
-            config.max_enum_values,
-            threads,
-        )
+                .map(|tool| names.binary_search(&tool.as_str()).ok())
+                .collect();
+            for occurrence in &pattern.occurrences {
+                for (&step, id) in occurrence.steps.iter().zip(&ids) {
+                    if let Some(id) = *id {
+                        groups[id].push((occurrence.trace, step));
+                    }
+                }
+            }
+        }
+        ToolProfiles::compute_grouped(traces, names.into_iter().zip(groups).collect(), config)
     } else {
-        ToolProfiles::compute_threaded(
-            traces,
-            Some(&tools),
-            config.infer.max_payload_bytes,
-            config.max_enum_values,
-            threads,
-        )
+        ToolProfiles::compute(traces, Some(&tools), config)
     };
     // Costliest first (most occurrences), so the threads finish together.
     let mut order: Vec<usize> = (0..patterns.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(patterns[i].occurrences.len()));
     let built = parallel::map(&order, threads, |&i| {
-        build_candidate_with(traces, &patterns[i], &profiles, config)
+        let pattern = &patterns[i];
+        if let Some(probe) = probe
+            && pattern.occurrences.len() > probe.occurrences.max(1)
+        {
+            let mut small = Pattern::new(
+                pattern.tools.clone(),
+                even_positions(pattern.occurrences.len(), probe.occurrences.max(1))
+                    .map(|i| pattern.occurrences[i].clone())
+                    .collect(),
+            );
+            small.gapped = pattern.gapped;
+            if let Some(built) = build_if_unlinked(traces, &small, &profiles, config, probe)? {
+                return Ok(built);
+            }
+        }
+        Ok(Built {
+            candidate: build_candidate_with(traces, pattern, &profiles, config)?,
+            unlinked_in_probe: Vec::new(),
+            read: pattern.occurrences.len(),
+        })
     });
-    let mut results: Vec<Option<Result<Candidate>>> = (0..patterns.len()).map(|_| None).collect();
+    let mut results: Vec<Option<Result<Built>>> = (0..patterns.len()).map(|_| None).collect();
     for (i, result) in order.into_iter().zip(built) {
         results[i] = Some(result);
     }
     results.into_iter().flatten().collect()
+}
+
+/// The probe: infer `small`'s bindings and, when a step is linked to no other even loosely,
+/// the candidate built from them; `None` when every step is linked.
+fn build_if_unlinked(
+    traces: &[TraceWithSteps],
+    small: &Pattern,
+    profiles: &ToolProfiles,
+    config: &CandidateConfig,
+    probe: Probe,
+) -> Result<Option<Built>> {
+    let resolved = resolve_occurrences(traces, small, &config.infer)?;
+    let indexed = index_occurrences(&resolved, &config.infer);
+    let views = occurrence_views(&resolved, Some(&indexed));
+    let bindings = infer_from_views(&views, small, &config.infer);
+    let linked = loosely_linked_steps(&bindings, small.len(), probe.link_share);
+    let unlinked: Vec<usize> = (0..linked.len()).filter(|&s| !linked[s]).collect();
+    if unlinked.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Built {
+        candidate: assemble(traces, small, &views, bindings, profiles, config),
+        unlinked_in_probe: unlinked,
+        read: small.occurrences.len(),
+    }))
+}
+
+/// Which of a pattern's `len` steps its bindings could link to another step, judged loosely: a
+/// step counts as linked when the chosen source of a field, or a runner-up, reads another step
+/// (or is read by one) in at least `min_share` of the occurrences holding the field. A step
+/// unlinked at a bar well below [`InferConfig::min_confidence`] stays unlinked in an inference
+/// over more occurrences, barring sampling noise (the miner's probe relies on this).
+fn loosely_linked_steps(bindings: &[Binding], len: usize, min_share: f64) -> Vec<bool> {
+    let mut linked = vec![false; len];
+    for binding in bindings {
+        let sources = std::iter::once((&binding.source, binding.confidence)).chain(
+            binding
+                .alternatives
+                .iter()
+                .map(|alternative| (&alternative.source, alternative.confidence)),
+        );
+        for (source, share) in sources {
+            if share < min_share {
+                continue;
+            }
+            for from in source.source_steps() {
+                if from < len && binding.step < len && from != binding.step {
+                    linked[from] = true;
+                    linked[binding.step] = true;
+                }
+            }
+        }
+    }
+    linked
+}
+
+/// Positions of `cap` items spread evenly over `total` (the first one included), in order.
+pub(crate) fn even_positions(total: usize, cap: usize) -> impl Iterator<Item = usize> {
+    let mut taken = 0usize;
+    // Item `i` is taken when it is the first at or past the k-th even mark.
+    (0..total).filter(move |&i| {
+        let take = taken < cap && i * cap >= taken * total;
+        taken += usize::from(take);
+        take
+    })
 }
 
 /// Infer the bindings of `pattern` and propose it as a flow, with tool profiles computed once
@@ -247,12 +353,7 @@ fn profiles_for(
     only: Option<&HashSet<String>>,
     config: &CandidateConfig,
 ) -> ToolProfiles {
-    ToolProfiles::compute(
-        traces,
-        only,
-        config.infer.max_payload_bytes,
-        config.max_enum_values,
-    )
+    ToolProfiles::compute(traces, only, config)
 }
 
 /// The flow's name for a tool sequence: the tools joined by `_then_`.
@@ -741,7 +842,7 @@ fn assemble(
             if let Some(output) = view.outputs[step] {
                 // Outputs that are not objects are seen as `{"result": output}`.
                 let wrapped_get = |key: &str| match output {
-                    Value::Object(map) => map.get(key),
+                    Value::Object(map) => member(map, key),
                     other => (key == "result").then_some(other),
                 };
                 match &output_mappings[step] {
@@ -1025,7 +1126,7 @@ impl<'c> Context<'c> {
 
     /// Equal as JSON objects (key order does not matter).
     fn equals(&self, map: &Map<String, Value>) -> bool {
-        self.values.len() == map.len() && self.entries().all(|(k, v)| map.get(k) == Some(v))
+        self.values.len() == map.len() && self.entries().all(|(k, v)| member(map, k) == Some(v))
     }
 }
 
@@ -1047,7 +1148,7 @@ fn resolves_to(mapping: &Map<String, Value>, context: &Context<'_>, inputs: &Val
         };
         if let Some(value) = value {
             resolved += 1;
-            if inputs.get(field) != Some(value) {
+            if member(inputs, field) != Some(value) {
                 return false;
             }
         }

@@ -1,13 +1,14 @@
 //! Per-tool facts gathered in one pass over the traffic: inferred schemas and determinism.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use chainweaver_recorder::model::candidate::{ToolDeterminism, ToolSchema};
 use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
 use serde_json::{Value, json};
 
 use super::schema::infer_schema;
+use super::{CandidateConfig, even_positions};
 use crate::infer::index::{FastMap, canonical_hash};
 use crate::infer::normalized_output;
 use crate::parallel;
@@ -18,13 +19,13 @@ pub struct ToolProfiles {
     tools: BTreeMap<String, (ToolSchema, ToolDeterminism)>,
 }
 
-/// Schemas and determinism of one tool from its successful calls.
-fn profile(
-    steps: &[&ObservedStep],
-    max_payload_bytes: usize,
-    max_enum_values: usize,
-) -> (ToolSchema, ToolDeterminism) {
+/// Schemas and determinism of one tool from its successful calls: determinism over all of
+/// them, schemas over at most `config.max_schema_calls` spread evenly.
+fn profile(steps: &[&ObservedStep], config: &CandidateConfig) -> (ToolSchema, ToolDeterminism) {
+    let max_payload_bytes = config.infer.max_payload_bytes;
     let mut g = Gathered::default();
+    // Input hash of each call with an output, in the order of `g.outputs`.
+    let mut input_hashes: Vec<u64> = Vec::new();
     for step in steps {
         g.inputs.push(&step.inputs);
         let Some(output) = &step.outputs else {
@@ -35,14 +36,21 @@ fn profile(
             Cow::Owned(object @ Value::Object(_)) => Cow::Owned(object),
             other => Cow::Owned(json!({ "result": other.into_owned() })),
         };
-        let output_hash = canonical_hash(&normalized);
-        let group = g
-            .groups
-            .entry(canonical_hash(&step.inputs))
-            .or_insert((output_hash, 0, true));
-        group.1 += 1;
-        group.2 &= group.0 == output_hash;
+        let input_hash = canonical_hash(&step.inputs);
+        g.groups.entry(input_hash).or_insert((None, 0, true)).1 += 1;
+        input_hashes.push(input_hash);
         g.outputs.push(normalized);
+    }
+    // Outputs are hashed only where an input repeats (most inputs are unique).
+    for (input_hash, output) in input_hashes.iter().zip(&g.outputs) {
+        let Some(group) = g.groups.get_mut(input_hash).filter(|group| group.1 > 1) else {
+            continue;
+        };
+        let output_hash = canonical_hash(output);
+        match group.0 {
+            None => group.0 = Some(output_hash),
+            Some(first) => group.2 &= first == output_hash,
+        }
     }
     let repeated: Vec<_> = g.groups.values().filter(|x| x.1 > 1).collect();
     let consistent = repeated.iter().filter(|x| x.2).count();
@@ -52,10 +60,15 @@ fn profile(
         consistent,
         ratio: (!repeated.is_empty()).then(|| consistent as f64 / repeated.len() as f64),
     };
+    let cap = config.max_schema_calls.unwrap_or(usize::MAX).max(1);
+    let inputs: Vec<&Value> = even_positions(g.inputs.len(), cap)
+        .map(|i| g.inputs[i])
+        .collect();
+    let outputs = even_positions(g.outputs.len(), cap).map(|i| g.outputs[i].as_ref());
     let schema = ToolSchema {
-        calls: g.inputs.len(),
-        input_schema: infer_schema(g.inputs.iter().copied(), max_enum_values),
-        output_schema: infer_schema(g.outputs.iter().map(AsRef::as_ref), max_enum_values),
+        calls: inputs.len(),
+        input_schema: infer_schema(inputs.iter().copied(), config.max_enum_values),
+        output_schema: infer_schema(outputs, config.max_enum_values),
     };
     (schema, determinism)
 }
@@ -66,51 +79,23 @@ struct Gathered<'a> {
     /// Normalized outputs, objects borrowed, anything else wrapped as `{"result": ...}`.
     outputs: Vec<Cow<'a, Value>>,
     /// input hash -> (first output hash, calls, all outputs equal so far)
-    groups: FastMap<u64, (u64, usize, bool)>,
+    groups: FastMap<u64, (Option<u64>, usize, bool)>,
 }
 
 impl ToolProfiles {
-    /// Profile every tool in `traces` (`only`: just these tools) from its successful calls.
-    /// Outputs are seen normalized, non-object results wrapped as `{"result": ...}`.
+    /// Profile every tool in `traces` (`only`: just these tools) from its successful calls, on
+    /// up to `config.threads` threads (one tool at a time each; the result does not depend on
+    /// the number). Outputs are seen normalized, non-object results wrapped as
+    /// `{"result": ...}`.
     pub fn compute(
         traces: &[TraceWithSteps],
         only: Option<&HashSet<String>>,
-        max_payload_bytes: usize,
-        max_enum_values: usize,
+        config: &CandidateConfig,
     ) -> Self {
-        Self::compute_threaded(traces, only, max_payload_bytes, max_enum_values, 1)
-    }
-
-    /// [`ToolProfiles::compute`] on up to `threads` threads (0: what the machine offers), one
-    /// tool at a time each; the result is the same.
-    pub fn compute_threaded(
-        traces: &[TraceWithSteps],
-        only: Option<&HashSet<String>>,
-        max_payload_bytes: usize,
-        max_enum_values: usize,
-        threads: usize,
-    ) -> Self {
-        Self::compute_over(
-            traces.iter().flat_map(|t| &t.steps),
-            only,
-            max_payload_bytes,
-            max_enum_values,
-            threads,
-        )
-    }
-
-    /// [`ToolProfiles::compute_threaded`] over some of the steps.
-    pub(crate) fn compute_over<'t>(
-        steps: impl Iterator<Item = &'t ObservedStep>,
-        only: Option<&HashSet<String>>,
-        max_payload_bytes: usize,
-        max_enum_values: usize,
-        threads: usize,
-    ) -> Self {
-        // Steps by tool, in traffic order.
-        let mut by_tool: HashMap<&str, Vec<&ObservedStep>> = HashMap::new();
-        for step in steps {
-            if step.is_error() || only.is_some_and(|o| !o.contains(&step.tool_name)) {
+        // Steps by tool, in traffic order; the tools not asked for are dropped once per tool.
+        let mut by_tool: FastMap<&str, Vec<&ObservedStep>> = FastMap::default();
+        for step in traces.iter().flat_map(|t| &t.steps) {
+            if step.is_error() {
                 continue;
             }
             by_tool
@@ -118,16 +103,47 @@ impl ToolProfiles {
                 .or_default()
                 .push(step);
         }
-        let mut jobs: Vec<(&str, Vec<&ObservedStep>)> = by_tool.into_iter().collect();
+        let mut jobs: Vec<(&str, Vec<&ObservedStep>)> = by_tool
+            .into_iter()
+            .filter(|(tool, _)| only.is_none_or(|o| o.contains(*tool)))
+            .collect();
         // Largest first, so the threads finish together.
         jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
-        let profiles = parallel::map(&jobs, parallel::thread_count(threads), |(_, steps)| {
-            profile(steps, max_payload_bytes, max_enum_values)
-        });
+        let threads = parallel::thread_count(config.threads);
+        let profiles = parallel::map(&jobs, threads, |(_, steps)| profile(steps, config));
         let tools = jobs
             .iter()
             .zip(profiles)
             .map(|((tool, _), profile)| (tool.to_string(), profile))
+            .collect();
+        Self { tools }
+    }
+
+    /// [`ToolProfiles::compute`] over the steps named by `(trace, step)` positions in
+    /// `traces`, given per tool (each tool's positions are sorted and deduplicated here).
+    pub(crate) fn compute_grouped(
+        traces: &[TraceWithSteps],
+        mut groups: Vec<(&str, Vec<(usize, usize)>)>,
+        config: &CandidateConfig,
+    ) -> Self {
+        // Largest first, so the threads finish together.
+        groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
+        let threads = parallel::thread_count(config.threads);
+        let profiles = parallel::map(&groups, threads, |(tool, positions)| {
+            let mut positions = positions.clone();
+            positions.sort_unstable();
+            positions.dedup();
+            let steps: Vec<&ObservedStep> = positions
+                .iter()
+                .filter_map(|&(t, s)| traces.get(t).and_then(|t| t.steps.get(s)))
+                .filter(|step| !step.is_error() && step.tool_name == *tool)
+                .collect();
+            (!steps.is_empty()).then(|| profile(&steps, config))
+        });
+        let tools = groups
+            .iter()
+            .zip(profiles)
+            .filter_map(|((tool, _), profile)| Some((tool.to_string(), profile?)))
             .collect();
         Self { tools }
     }

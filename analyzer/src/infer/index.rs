@@ -12,7 +12,7 @@ use std::hash::{Hash, Hasher};
 pub(crate) use crate::fast_hash::FastMap;
 use crate::fast_hash::NodeHasher;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Which side of a step a value sits on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -109,10 +109,7 @@ pub(crate) fn lookup<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
     for raw in rest.split('/') {
         let segment = unescape_segment(raw);
         node = match node {
-            Value::Object(map) if map.len() <= SMALL_OBJECT => map
-                .iter()
-                .find_map(|(k, v)| (k.as_str() == segment.as_ref()).then_some(v))?,
-            Value::Object(map) => map.get(segment.as_ref())?,
+            Value::Object(map) => member(map, segment.as_ref())?,
             Value::Array(items) => items.get(array_index(&segment)?)?,
             _ => return None,
         };
@@ -120,8 +117,19 @@ pub(crate) fn lookup<'v>(value: &'v Value, pointer: &str) -> Option<&'v Value> {
     Some(node)
 }
 
-/// Objects up to this many keys are searched by a scan in [`lookup`].
+/// Objects up to this many keys are searched by a scan in [`member`].
 const SMALL_OBJECT: usize = 8;
+
+/// `map[key]`, by a scan when the object is small: cheaper than hashing the key (serde_json's
+/// map hashes with SipHash) for the few keys most payload objects hold.
+pub(crate) fn member<'v>(map: &'v Map<String, Value>, key: &str) -> Option<&'v Value> {
+    if map.len() <= SMALL_OBJECT {
+        map.iter()
+            .find_map(|(k, v)| (k.as_str() == key).then_some(v))
+    } else {
+        map.get(key)
+    }
+}
 
 /// An array index segment as RFC 6901 spells it: digits, no sign, no leading zero.
 fn array_index(segment: &str) -> Option<usize> {
@@ -712,7 +720,7 @@ mod tests {
         let mut deep = json!(1);
         for level in 0..20_001 {
             deep = if level % 2 == 0 {
-                let mut map = serde_json::Map::new();
+                let mut map = Map::new();
                 map.insert("k".into(), deep);
                 Value::Object(map)
             } else {

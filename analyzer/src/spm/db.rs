@@ -254,6 +254,24 @@ impl SequenceDbBuilder {
         Ok(())
     }
 
+    /// Appends the sequences of `other` after this builder's, as if they had been pushed here
+    /// in order: names new to this builder get the next ids in `other`'s first-seen order, so
+    /// builders filled from consecutive chunks of the input (on several threads) and appended
+    /// in order give the same database as one builder fed everything.
+    pub fn append(&mut self, other: SequenceDbBuilder) -> Result<(), SpmError> {
+        let ids: Vec<u32> = other.names.iter().map(|name| self.intern(name)).collect();
+        let base = *self.offsets.last().unwrap_or(&0);
+        check_size(
+            self.items.len() as u64 + other.items.len() as u64,
+            self.offsets.len() as u64 + other.offsets.len() as u64,
+        )?;
+        self.items
+            .extend(other.items.iter().map(|&local| ids[local as usize]));
+        self.offsets
+            .extend(other.offsets.iter().skip(1).map(|&offset| base + offset));
+        Ok(())
+    }
+
     /// The finished database.
     pub fn finish(self) -> SequenceDb {
         SequenceDb {
@@ -422,6 +440,35 @@ fn parse_u32(token: &[u8]) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn appended_chunks_equal_one_builder() {
+        let sequences: Vec<Vec<&str>> = vec![
+            vec!["b", "a"],
+            vec![],
+            vec!["a", "c", "b"],
+            vec!["d", "c"],
+            vec!["e", "a", "d"],
+        ];
+        let mut whole = SequenceDbBuilder::new();
+        for sequence in &sequences {
+            whole.push_sequence(sequence.iter()).unwrap();
+        }
+        let whole = whole.finish();
+        for split in 0..=sequences.len() {
+            let mut first = SequenceDbBuilder::new();
+            let mut second = SequenceDbBuilder::new();
+            for (i, sequence) in sequences.iter().enumerate() {
+                let builder = if i < split { &mut first } else { &mut second };
+                builder.push_sequence(sequence.iter()).unwrap();
+            }
+            first.append(second).unwrap();
+            let joined = first.finish();
+            assert_eq!(joined.names(), whole.names(), "split at {split}");
+            assert_eq!(joined.items(), whole.items(), "split at {split}");
+            assert_eq!(joined.offsets(), whole.offsets(), "split at {split}");
+        }
+    }
 
     #[test]
     fn parses_lines_blank_lines_and_trailing_empty_line() {

@@ -333,3 +333,69 @@ fn analyze_store_streams_and_agrees_with_analyze() {
         }
     }
 }
+
+/// Steps a candidate's chosen bindings link to another step (the evidence's data-flow rule).
+fn linked_steps(candidate: &Candidate) -> Vec<bool> {
+    let len = candidate.tools.len();
+    let mut linked = vec![false; len];
+    for binding in &candidate.bindings {
+        for source in binding.source.source_steps() {
+            if source < len && source != binding.step {
+                linked[source] = true;
+                linked[binding.step] = true;
+            }
+        }
+    }
+    linked
+}
+
+/// The probe spares inference only where the full inference finds no link either: on the same
+/// traffic with and without it, the same patterns become candidates, the ones it let through are
+/// identical, and every step it called unlinked is unlinked in the full inference too.
+#[test]
+fn the_probe_hides_no_link_the_full_inference_finds() {
+    let (traces, _) = traffic(4000, 23);
+    let config = MineConfig {
+        min_support: 5,
+        ..MineConfig::default()
+    };
+    let probed = ChainAnalyzer::new(config.clone()).analyze(&traces).unwrap();
+    let full = ChainAnalyzer::new(MineConfig {
+        probe_occurrences: None,
+        ..config
+    })
+    .analyze(&traces)
+    .unwrap();
+    assert_eq!(probed.candidates.len(), full.candidates.len());
+    let mut probed_down = 0;
+    for candidate in &probed.candidates {
+        let whole = full
+            .candidates
+            .iter()
+            .find(|c| c.tools == candidate.tools)
+            .unwrap_or_else(|| panic!("{:?} missing without the probe", candidate.tools));
+        let Some(unlinked) = candidate.metadata.get("unlinked_in_probe") else {
+            assert_eq!(candidate, whole);
+            continue;
+        };
+        probed_down += 1;
+        assert_eq!(candidate.metadata["sampled_occurrences"], 64);
+        assert_eq!(candidate.evidence.occurrence_refs.len(), 64);
+        assert!(whole.evidence.occurrence_refs.len() > 64);
+        assert_eq!(candidate.evidence.support, whole.evidence.support);
+        assert_eq!(candidate.evidence.occurrences, whole.evidence.occurrences);
+        assert_eq!(candidate.tool_schemas, whole.tool_schemas);
+        assert!(whole.evidence.data_flow < 1.0, "{:?}", whole.tools);
+        let linked = linked_steps(whole);
+        for step in unlinked.as_array().unwrap() {
+            let step = step.as_u64().unwrap() as usize;
+            assert!(
+                !linked[step],
+                "{:?}: step {step} is linked in the full inference",
+                whole.tools
+            );
+        }
+    }
+    // The traffic has flows padded with unrelated calls often enough to be probed.
+    assert!(probed_down > 0, "no candidate was probed");
+}
