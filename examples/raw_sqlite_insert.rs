@@ -11,6 +11,10 @@
 use std::io::BufRead;
 use std::time::Instant;
 
+// The allocator the `chainweaver` binary uses, so the baseline parses with the same one.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (Some(input), Some(output)) = (args.next(), args.next()) else {

@@ -34,6 +34,10 @@ use serde_json::{Value, json};
 
 type Result<T> = std::result::Result<T, Box<dyn Error>>;
 
+// The allocator the `chainweaver` binary uses, so the figures are the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let positional: Vec<&str> = {

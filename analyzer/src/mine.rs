@@ -197,6 +197,28 @@ impl TraceDays {
     }
 }
 
+/// [`TraceDays::support_by_day`] of `lists` (each seen as its traces by `traces`), the lists
+/// split between the mining threads.
+fn support_by_day_threaded<'l, L, T>(
+    days: &TraceDays,
+    lists: &'l [L],
+    db: &SequenceDb,
+    traces: impl Fn(&'l L) -> T + Sync,
+) -> Vec<BTreeMap<String, u64>>
+where
+    L: Sync,
+    T: Iterator<Item = usize>,
+{
+    let threads = parallel::mining_threads(db.num_steps());
+    let chunks: Vec<&'l [L]> = lists.chunks(lists.len().div_ceil(threads).max(1)).collect();
+    parallel::map(&chunks, threads, |chunk| {
+        days.support_by_day(chunk.iter().map(&traces))
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 /// What mining found, before candidates.
 struct Mined {
     /// Closed frequent patterns, best-ranked first.
@@ -431,11 +453,9 @@ impl ChainAnalyzer {
         let (mut by_day, occurrence_lists): (_, Vec<Located>) = match config.max_gap {
             None => {
                 let mut lists = spm::contiguous::occurrences(db, &located);
-                let by_day = days.support_by_day(
-                    lists[..dated]
-                        .iter()
-                        .map(|list| list.iter().map(|o| o.sequence as usize)),
-                );
+                let by_day = support_by_day_threaded(days, &lists[..dated], db, |list| {
+                    list.iter().map(|o| o.sequence as usize)
+                });
                 lists.truncate(config.max_candidates);
                 let chosen = lists
                     .into_iter()
@@ -452,11 +472,9 @@ impl ChainAnalyzer {
                     .iter()
                     .map(|items| gapped_occurrences(db, items, max_gap))
                     .collect();
-                let by_day = days.support_by_day(
-                    lists[..dated]
-                        .iter()
-                        .map(|list| list.iter().map(|o| o.trace)),
-                );
+                let by_day = support_by_day_threaded(days, &lists[..dated], db, |list| {
+                    list.iter().map(|o| o.trace)
+                });
                 lists.truncate(config.max_candidates);
                 (by_day, lists.into_iter().map(Located::Gapped).collect())
             }

@@ -219,8 +219,41 @@ pub fn occurrences<P: AsRef<[u32]>>(db: &SequenceDb, patterns: &[P]) -> Vec<Vec<
         }
         trie.insert(pattern, number as u32);
     }
+    // Consecutive ranges of sequences on their own threads; each range's lists come out
+    // sorted, so joining them in range order keeps every list sorted.
+    let threads = crate::parallel::mining_threads(db.num_steps());
+    let per_range = db.len().div_ceil(threads).max(1);
+    let ranges: Vec<std::ops::Range<usize>> = (0..db.len())
+        .step_by(per_range)
+        .map(|from| from..(from + per_range).min(db.len()))
+        .collect();
+    let count = patterns.len();
+    let parts = crate::parallel::map(&ranges, threads, |range| {
+        occurrences_in(db, &trie, count, range.clone())
+    });
     let mut found: Vec<Vec<Occurrence>> = (0..patterns.len()).map(|_| Vec::new()).collect();
-    for (seq, sequence) in db.sequences().enumerate() {
+    for part in parts {
+        for (list, more) in found.iter_mut().zip(part) {
+            if list.is_empty() {
+                *list = more;
+            } else {
+                list.extend(more);
+            }
+        }
+    }
+    found
+}
+
+/// [`occurrences`] of the trie's patterns in the sequences `range` of `db`.
+fn occurrences_in(
+    db: &SequenceDb,
+    trie: &PatternTrie,
+    patterns: usize,
+    range: std::ops::Range<usize>,
+) -> Vec<Vec<Occurrence>> {
+    let mut found: Vec<Vec<Occurrence>> = (0..patterns).map(|_| Vec::new()).collect();
+    for seq in range {
+        let sequence = db.sequence(seq);
         for start in 0..sequence.len() {
             let mut node = PatternTrie::ROOT;
             for &item in &sequence[start..] {

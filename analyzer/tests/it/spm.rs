@@ -256,6 +256,53 @@ fn occurrences_match_a_scan() {
     }
 }
 
+/// Above the threading threshold the sequences are split between threads; the lists must come
+/// out whole and in order all the same.
+#[test]
+fn occurrences_match_a_scan_on_threads() {
+    let mut rng = Rng(23);
+    let sequences: Vec<Vec<u32>> = (0..3_000)
+        .map(|_| {
+            (0..1 + rng.below(15))
+                .map(|_| rng.below(5) as u32)
+                .collect()
+        })
+        .collect();
+    let db = SequenceDb::from_sequences(
+        sequences
+            .iter()
+            .map(|s| s.iter().map(|i| i.to_string()).collect::<Vec<_>>()),
+    )
+    .unwrap();
+    assert!(db.num_steps() >= 20_000, "{} steps", db.num_steps());
+    let options = ContiguousOptions {
+        min_support: 50,
+        max_length: Some(4),
+        ..ContiguousOptions::default()
+    };
+    let patterns: Vec<Vec<u32>> = contiguous::mine(&db, &options)
+        .unwrap()
+        .into_iter()
+        .map(|p| p.items)
+        .collect();
+    assert!(patterns.len() > 20);
+    let found = contiguous::occurrences(&db, &patterns);
+    for (pattern, found) in patterns.iter().zip(&found) {
+        let mut expected = Vec::new();
+        for (s, seq) in db.sequences().enumerate() {
+            for start in 0..seq.len() {
+                if seq[start..].starts_with(pattern) {
+                    expected.push(Occurrence {
+                        sequence: s as u32,
+                        start: start as u32,
+                    });
+                }
+            }
+        }
+        assert_eq!(found, &expected, "{pattern:?}");
+    }
+}
+
 /// A tool repeated 200,000 times: quadratic work would not finish; the pattern counts are known
 /// in closed form.
 #[test]
