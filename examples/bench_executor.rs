@@ -11,6 +11,10 @@ use chainweaver::recorder::model::flow::FlowDefinition;
 use chainweaver::tool::{Tool, ToolRegistry};
 use serde_json::json;
 
+// The allocator the `chainweaver` binary uses, so the figures are the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const STEPS: usize = 10;
 
 fn main() {

@@ -24,6 +24,10 @@ use chainweaver_recorder::model::candidate::VerdictStatus;
 use chainweaver_recorder::synth::{Generator, GeneratorConfig};
 use serde_json::json;
 
+// The allocator the `chainweaver` binary uses, so the figures are the command's.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let traces_wanted: u64 = std::env::args()
         .nth(1)
