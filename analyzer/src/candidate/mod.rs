@@ -112,7 +112,7 @@ pub fn build_candidate(
     config: &CandidateConfig,
 ) -> Result<Candidate> {
     let tools: HashSet<String> = pattern.tools.iter().cloned().collect();
-    let profiles = profiles_for(traces, Some(&tools), config);
+    let profiles = ToolProfiles::compute(traces, Some(&tools), config);
     build_candidate_with(traces, pattern, &profiles, config)
 }
 
@@ -130,7 +130,7 @@ pub fn build_candidates(
 
 /// The miner's probe of patterns with many occurrences: inference first reads `occurrences` of
 /// them (spread evenly), and when a step shows no link to any other step at the loose bar
-/// `link_share` (see [`loosely_linked_steps`]), the candidate is built from those alone.
+/// `link_share` (see `loosely_linked_steps`), the candidate is built from those alone.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Probe {
     pub occurrences: usize,
@@ -140,8 +140,8 @@ pub(crate) struct Probe {
 /// A candidate and what the probe decided for it.
 pub(crate) struct Built {
     pub candidate: Candidate,
-    /// Steps the probe found linked to no other (empty when the candidate read every
-    /// occurrence of its pattern).
+    /// Steps the probe found linked to no other; empty when the probe let the pattern through
+    /// (or did not run) and the candidate read the whole sample.
     pub unlinked_in_probe: Vec<usize>,
     /// Occurrences inference read.
     pub read: usize,
@@ -314,7 +314,7 @@ pub fn candidate_from_bindings(
         check_binding(pattern, binding)?;
     }
     let tools: HashSet<String> = pattern.tools.iter().cloned().collect();
-    let profiles = profiles_for(traces, Some(&tools), config);
+    let profiles = ToolProfiles::compute(traces, Some(&tools), config);
     Ok(assemble(
         traces, pattern, &views, bindings, &profiles, config,
     ))
@@ -346,14 +346,6 @@ fn check_binding(pattern: &Pattern, binding: &Binding) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-fn profiles_for(
-    traces: &[TraceWithSteps],
-    only: Option<&HashSet<String>>,
-    config: &CandidateConfig,
-) -> ToolProfiles {
-    ToolProfiles::compute(traces, only, config)
 }
 
 /// The flow's name for a tool sequence: the tools joined by `_then_`.
