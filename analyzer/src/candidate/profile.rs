@@ -23,9 +23,13 @@ pub struct ToolProfiles {
 /// them, schemas over at most `config.max_schema_calls` spread evenly.
 fn profile(steps: &[&ObservedStep], config: &CandidateConfig) -> (ToolSchema, ToolDeterminism) {
     let max_payload_bytes = config.infer.max_payload_bytes;
-    let mut g = Gathered::default();
+    let mut g = Gathered {
+        inputs: Vec::with_capacity(steps.len()),
+        outputs: Vec::with_capacity(steps.len()),
+        groups: FastMap::default(),
+    };
     // Input hash of each call with an output, in the order of `g.outputs`.
-    let mut input_hashes: Vec<u64> = Vec::new();
+    let mut input_hashes: Vec<u64> = Vec::with_capacity(steps.len());
     for step in steps {
         g.inputs.push(&step.inputs);
         let Some(output) = &step.outputs else {
@@ -73,7 +77,6 @@ fn profile(steps: &[&ObservedStep], config: &CandidateConfig) -> (ToolSchema, To
     (schema, determinism)
 }
 
-#[derive(Default)]
 struct Gathered<'a> {
     inputs: Vec<&'a Value>,
     /// Normalized outputs, objects borrowed, anything else wrapped as `{"result": ...}`.

@@ -364,6 +364,16 @@ impl<'v> ValueIndex<'v> {
         entry_hashes: Vec::new(),
     };
 
+    /// Room for `more` occurrences the size of everything indexed so far (a quarter more).
+    pub fn reserve_for(&mut self, more: usize) {
+        let more = more.saturating_add(more / 4);
+        self.by_hash
+            .reserve(self.by_hash.len().saturating_mul(more));
+        self.nodes.reserve(self.nodes.len().saturating_mul(more));
+        self.text_leaves
+            .reserve(self.text_leaves.len().saturating_mul(more));
+    }
+
     /// Payloads added from now on belong to a new occurrence.
     pub fn begin_occurrence(&mut self) {
         self.occurrence_start = (self.by_hash.len(), self.text_leaves.len());

@@ -234,7 +234,12 @@ pub(crate) fn index_occurrences<'a>(
     let mut index = ValueIndex::default();
     let mut spans = Vec::with_capacity(resolved.len());
     let max = config.max_nodes_per_payload;
-    for occurrence in resolved {
+    for (at, occurrence) in resolved.iter().enumerate() {
+        if at == 1 {
+            // Occurrences of one pattern are alike: room for all, as the first needed, so the
+            // vectors are not copied over and over as they grow.
+            index.reserve_for(resolved.len() - 1);
+        }
         index.begin_occurrence();
         let indexed = occurrence.steps.len().saturating_sub(1);
         for (position, (step, output)) in occurrence
