@@ -444,6 +444,37 @@ pub fn run_candidates(command: CandidatesCommand, global: &Global) -> anyhow::Re
     Ok(exit::OK)
 }
 
+/// Why a candidate's bindings come from some of its occurrences only.
+fn sample_line(candidate: &Candidate, read: u64) -> String {
+    let unlinked: Vec<String> = candidate
+        .metadata
+        .get("unlinked_in_probe")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_u64)
+        .map(|step| {
+            let tool = candidate
+                .tools
+                .get(step as usize)
+                .map_or("?", String::as_str);
+            format!("{step} ({tool})")
+        })
+        .collect();
+    let mut line = format!(
+        "  bindings inferred from {read} of {} occurrences, spread evenly",
+        candidate.evidence.occurrences
+    );
+    if !unlinked.is_empty() {
+        line.push_str(&format!(
+            "; the probe found step {} linked to no other step, so no more were read",
+            unlinked.join(", ")
+        ));
+    }
+    line.push('\n');
+    line
+}
+
 fn show_text(candidate: &Candidate) -> String {
     let evidence = &candidate.evidence;
     let mut text = format!(
@@ -462,6 +493,16 @@ fn show_text(candidate: &Candidate) -> String {
             "may have side effects"
         },
     );
+    if let Some(read) = candidate
+        .metadata
+        .get("sampled_occurrences")
+        .and_then(serde_json::Value::as_u64)
+    {
+        text.insert_str(
+            text.len() - "\nbindings:\n".len(),
+            &sample_line(candidate, read),
+        );
+    }
     let mut table = Table::new(&[">step", "tool", "field", "source", ">confidence", "flag"]);
     for binding in &candidate.bindings {
         let tool = candidate

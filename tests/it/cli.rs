@@ -310,3 +310,60 @@ fn help_teaches_the_commands() {
     let help = ok(dir.path(), &["--help"]);
     insta::assert_snapshot!("main_help", help);
 }
+
+/// A flow padded with an unrelated call is probed on 64 occurrences; `candidates show` says so
+/// and names the unlinked step, and the JSON carries the same facts.
+#[test]
+fn show_explains_a_probed_candidate() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    let generate = chainweaver(
+        path,
+        &[
+            "datasets", "generate", "--traces", "4000", "--seed", "7", "--jsonl", "t.jsonl",
+        ],
+    );
+    assert!(
+        generate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generate.stderr)
+    );
+    for args in [
+        &["import", "t.jsonl"][..],
+        &["mine", "--min-support", "5"][..],
+    ] {
+        let output = chainweaver(path, args);
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let listed = chainweaver(path, &["--format", "json", "candidates", "list"]);
+    assert!(listed.status.success());
+    let candidates: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let probed = candidates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["metadata"].get("unlinked_in_probe").is_some())
+        .expect("a padded flow is probed at 4,000 traces");
+    assert_eq!(probed["metadata"]["sampled_occurrences"], 64);
+    let step = probed["metadata"]["unlinked_in_probe"][0].as_u64().unwrap() as usize;
+    let tool = probed["tools"][step].as_str().unwrap();
+    let id = probed["id"].as_str().unwrap();
+    let shown = chainweaver(path, &["candidates", "show", id]);
+    assert!(shown.status.success());
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let occurrences = probed["evidence"]["occurrences"].as_u64().unwrap();
+    assert!(
+        text.contains(&format!(
+            "bindings inferred from 64 of {occurrences} occurrences"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("step {step} ({tool}) linked to no other step")),
+        "{text}"
+    );
+}
