@@ -56,6 +56,16 @@ pub struct MineArgs {
     /// Propose at most this many candidates (the best-ranked patterns).
     #[arg(long, default_value_t = 50)]
     pub max_candidates: usize,
+    /// Infer each candidate's bindings from at most N of its occurrences, spread evenly over
+    /// them (support, counts and support per day stay the full figures); `all` reads every
+    /// occurrence.
+    #[arg(long, value_name = "N|all", default_value = "1000", value_parser = parse_sample)]
+    pub sample: Cap,
+    /// Infer a pattern with more occurrences first on N of them; when a step is then linked to
+    /// no other (a flow padded with an unrelated call, or tools that merely follow each other),
+    /// the candidate is built from those N. `off` reads the whole sample for every pattern.
+    #[arg(long, value_name = "N|off", default_value = "64", value_parser = parse_probe)]
+    pub probe: Cap,
     /// Only count the frequent patterns and print the time spent; store nothing.
     #[arg(long)]
     pub count_only: bool,
@@ -76,9 +86,34 @@ impl MineArgs {
             max_length: self.max_length.unwrap_or(10),
             max_gap: self.max_gap,
             max_candidates: self.max_candidates,
+            max_inference_occurrences: self.sample.0,
+            probe_occurrences: self.probe.0,
             ..MineConfig::default()
         }
     }
+}
+
+/// A number of occurrences, or no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cap(pub Option<usize>);
+
+/// A positive count, or `word` for no limit.
+fn parse_cap(text: &str, word: &str) -> Result<Cap, String> {
+    if text == word {
+        return Ok(Cap(None));
+    }
+    match text.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(Cap(Some(n))),
+        _ => Err(format!("expected a positive number or `{word}`")),
+    }
+}
+
+fn parse_sample(text: &str) -> Result<Cap, String> {
+    parse_cap(text, "all")
+}
+
+fn parse_probe(text: &str) -> Result<Cap, String> {
+    parse_cap(text, "off")
 }
 
 #[derive(Debug, Subcommand)]
@@ -526,4 +561,20 @@ fn show_text(candidate: &Candidate) -> String {
     }
     text.push_str(&table.render());
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Cap, parse_probe, parse_sample};
+
+    #[test]
+    fn caps_are_positive_counts_or_the_keyword() {
+        assert_eq!(parse_sample("1000"), Ok(Cap(Some(1000))));
+        assert_eq!(parse_sample("all"), Ok(Cap(None)));
+        assert_eq!(parse_probe("off"), Ok(Cap(None)));
+        for bad in ["0", "-3", "many", "off"] {
+            assert!(parse_sample(bad).is_err(), "{bad}");
+        }
+        assert!(parse_probe("all").is_err());
+    }
 }
