@@ -12,7 +12,10 @@
 //! - [`mine`]: the [`ChainAnalyzer`](mine::ChainAnalyzer), which runs all three over traces in
 //!   memory ([`analyze`](mine::ChainAnalyzer::analyze)) or streamed from a trace store
 //!   ([`analyze_store`](mine::ChainAnalyzer::analyze_store): mining reads only the tool
-//!   columns, and only the traces of the sampled occurrences are loaded whole).
+//!   columns, and only the traces of the sampled occurrences are loaded whole). Large patterns
+//!   are read through an evenly spaced sample (`MineConfig::max_inference_occurrences`), and a
+//!   pattern whose probe shows a step linked to no other is built from the probe alone
+//!   (`MineConfig::probe_occurrences`): inference time goes to the flows that can be promoted.
 //!
 //! ```
 //! use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
