@@ -198,18 +198,17 @@ impl TraceDays {
 }
 
 /// [`TraceDays::support_by_day`] of `lists` (each seen as its traces by `traces`), the lists
-/// split between the mining threads.
+/// split between `threads` threads.
 fn support_by_day_threaded<'l, L, T>(
     days: &TraceDays,
     lists: &'l [L],
-    db: &SequenceDb,
+    threads: usize,
     traces: impl Fn(&'l L) -> T + Sync,
 ) -> Vec<BTreeMap<String, u64>>
 where
     L: Sync,
     T: Iterator<Item = usize>,
 {
-    let threads = parallel::mining_threads(db.num_steps());
     let chunks: Vec<&'l [L]> = lists.chunks(lists.len().div_ceil(threads).max(1)).collect();
     parallel::map(&chunks, threads, |chunk| {
         days.support_by_day(chunk.iter().map(&traces))
@@ -448,12 +447,13 @@ impl ChainAnalyzer {
             .map(|(items, _, _)| items)
             .collect();
         let dated = located.len().min(config.max_dated_patterns);
+        let threads = parallel::mining_threads(db.num_steps());
         // Only the candidates' occurrences are spelled out step by step; the rest are needed
         // for their traces alone.
         let (mut by_day, occurrence_lists): (_, Vec<Located>) = match config.max_gap {
             None => {
                 let mut lists = spm::contiguous::occurrences(db, &located);
-                let by_day = support_by_day_threaded(days, &lists[..dated], db, |list| {
+                let by_day = support_by_day_threaded(days, &lists[..dated], threads, |list| {
                     list.iter().map(|o| o.sequence as usize)
                 });
                 lists.truncate(config.max_candidates);
@@ -472,7 +472,7 @@ impl ChainAnalyzer {
                     .iter()
                     .map(|items| gapped_occurrences(db, items, max_gap))
                     .collect();
-                let by_day = support_by_day_threaded(days, &lists[..dated], db, |list| {
+                let by_day = support_by_day_threaded(days, &lists[..dated], threads, |list| {
                     list.iter().map(|o| o.trace)
                 });
                 lists.truncate(config.max_candidates);

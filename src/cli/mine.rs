@@ -513,7 +513,7 @@ fn sample_line(candidate: &Candidate, read: u64) -> String {
 fn show_text(candidate: &Candidate) -> String {
     let evidence = &candidate.evidence;
     let mut text = format!(
-        "candidate {}\n  steps: {}\n  support {} traces, {} occurrences, success rate {:.0}%, reproduced {:.0}%\n  round trips saved {}, score {:.1}, {}\n\nbindings:\n",
+        "candidate {}\n  steps: {}\n  support {} traces, {} occurrences, success rate {:.0}%, reproduced {:.0}%\n  round trips saved {}, score {:.1}, {}\n",
         candidate.id,
         candidate.tools.join(" -> "),
         evidence.support,
@@ -533,11 +533,9 @@ fn show_text(candidate: &Candidate) -> String {
         .get("sampled_occurrences")
         .and_then(serde_json::Value::as_u64)
     {
-        text.insert_str(
-            text.len() - "\nbindings:\n".len(),
-            &sample_line(candidate, read),
-        );
+        text.push_str(&sample_line(candidate, read));
     }
+    text.push_str("\nbindings:\n");
     let mut table = Table::new(&[">step", "tool", "field", "source", ">confidence", "flag"]);
     for binding in &candidate.bindings {
         let tool = candidate

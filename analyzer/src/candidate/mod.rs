@@ -195,13 +195,13 @@ pub(crate) fn build_candidates_profiled(
         if let Some(probe) = probe
             && pattern.occurrences.len() > probe.occurrences.max(1)
         {
-            let mut small = Pattern::new(
-                pattern.tools.clone(),
-                even_positions(pattern.occurrences.len(), probe.occurrences.max(1))
+            let small = Pattern {
+                tools: pattern.tools.clone(),
+                occurrences: even_positions(pattern.occurrences.len(), probe.occurrences.max(1))
                     .map(|i| pattern.occurrences[i].clone())
                     .collect(),
-            );
-            small.gapped = pattern.gapped;
+                gapped: pattern.gapped,
+            };
             if let Some(built) = build_if_unlinked(traces, &small, &profiles, config, probe)? {
                 return Ok(built);
             }
@@ -250,23 +250,34 @@ fn build_if_unlinked(
 /// unlinked at a bar well below [`InferConfig::min_confidence`] stays unlinked in an inference
 /// over more occurrences, barring sampling noise (the miner's probe relies on this).
 fn loosely_linked_steps(bindings: &[Binding], len: usize, min_share: f64) -> Vec<bool> {
+    linked_steps(
+        len,
+        bindings.iter().flat_map(|binding| {
+            std::iter::once((&binding.source, binding.confidence))
+                .chain(
+                    binding
+                        .alternatives
+                        .iter()
+                        .map(|a| (&a.source, a.confidence)),
+                )
+                .filter(move |&(_, share)| share >= min_share)
+                .map(move |(source, _)| (binding.step, source))
+        }),
+    )
+}
+
+/// Which of `len` steps the `(step, source)` links join to another step: both ends of a
+/// source read by a different step count.
+fn linked_steps<'b>(
+    len: usize,
+    links: impl Iterator<Item = (usize, &'b BindingSource)>,
+) -> Vec<bool> {
     let mut linked = vec![false; len];
-    for binding in bindings {
-        let sources = std::iter::once((&binding.source, binding.confidence)).chain(
-            binding
-                .alternatives
-                .iter()
-                .map(|alternative| (&alternative.source, alternative.confidence)),
-        );
-        for (source, share) in sources {
-            if share < min_share {
-                continue;
-            }
-            for from in source.source_steps() {
-                if from < len && binding.step < len && from != binding.step {
-                    linked[from] = true;
-                    linked[binding.step] = true;
-                }
+    for (step, source) in links {
+        for from in source.source_steps() {
+            if from < len && step < len && from != step {
+                linked[from] = true;
+                linked[step] = true;
             }
         }
     }
@@ -926,15 +937,7 @@ fn assemble(
     } else {
         config.side_effect_factor
     };
-    let mut linked = vec![false; len];
-    for binding in &bindings {
-        for source in binding.source.source_steps() {
-            if source < len && binding.step < len && source != binding.step {
-                linked[source] = true;
-                linked[binding.step] = true;
-            }
-        }
-    }
+    let linked = linked_steps(len, bindings.iter().map(|b| (b.step, &b.source)));
     let data_flow = linked.iter().filter(|&&l| l).count() as f64 / len.max(1) as f64;
     let score = round_trips_saved as f64
         * data_flow

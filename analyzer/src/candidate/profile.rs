@@ -95,31 +95,21 @@ impl ToolProfiles {
         only: Option<&HashSet<String>>,
         config: &CandidateConfig,
     ) -> Self {
-        // Steps by tool, in traffic order; the tools not asked for are dropped once per tool.
-        let mut by_tool: FastMap<&str, Vec<&ObservedStep>> = FastMap::default();
-        for step in traces.iter().flat_map(|t| &t.steps) {
-            if step.is_error() {
-                continue;
+        // Positions by tool, in traffic order; the tools not asked for are dropped once per tool.
+        let mut by_tool: FastMap<&str, Vec<(usize, usize)>> = FastMap::default();
+        for (t, trace) in traces.iter().enumerate() {
+            for (s, step) in trace.steps.iter().enumerate() {
+                by_tool
+                    .entry(step.tool_name.as_str())
+                    .or_default()
+                    .push((t, s));
             }
-            by_tool
-                .entry(step.tool_name.as_str())
-                .or_default()
-                .push(step);
         }
-        let mut jobs: Vec<(&str, Vec<&ObservedStep>)> = by_tool
+        let groups = by_tool
             .into_iter()
             .filter(|(tool, _)| only.is_none_or(|o| o.contains(*tool)))
             .collect();
-        // Largest first, so the threads finish together.
-        jobs.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
-        let threads = parallel::thread_count(config.threads);
-        let profiles = parallel::map(&jobs, threads, |(_, steps)| profile(steps, config));
-        let tools = jobs
-            .iter()
-            .zip(profiles)
-            .map(|((tool, _), profile)| (tool.to_string(), profile))
-            .collect();
-        Self { tools }
+        Self::compute_grouped(traces, groups, config)
     }
 
     /// [`ToolProfiles::compute`] over the steps named by `(trace, step)` positions in

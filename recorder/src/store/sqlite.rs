@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::types::Value as SqlValue;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params, params_from_iter};
+use rusqlite::{
+    Connection, OptionalExtension, Transaction, TransactionBehavior, params, params_from_iter,
+};
 use serde_json::{Map, Value};
 
 use crate::error::{RecorderError, Result};
@@ -336,15 +338,27 @@ struct CounterDelta {
     duration_ms: Option<f64>,
 }
 
+/// Maps SQLite errors to errors naming the store's file.
+fn sqlite_error(path: &Path) -> impl Fn(rusqlite::Error) -> RecorderError + Copy + '_ {
+    move |source| RecorderError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// A transaction that takes the write lock at once, so what it reads stays true until it
+/// commits (another process may be appending or migrating).
+fn immediate<'c>(conn: &'c mut Connection, path: &Path) -> Result<Transaction<'c>> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite_error(path))
+}
+
 impl SqliteStore {
     /// Open the store at `path`, creating the file and its schema when missing and migrating an
     /// older schema. A store written by a newer build fails with
     /// [`RecorderError::SchemaTooNew`] and is left untouched.
     pub fn open(path: &Path) -> Result<Self> {
-        let sql_err = |source| RecorderError::Sqlite {
-            path: path.to_path_buf(),
-            source,
-        };
+        let sql_err = sqlite_error(path);
         let conn = Connection::open(path).map_err(sql_err)?;
         conn.busy_timeout(Duration::from_secs(30))
             .map_err(sql_err)?;
@@ -405,10 +419,7 @@ impl SqliteStore {
     }
 
     fn sql_err(&self, source: rusqlite::Error) -> RecorderError {
-        RecorderError::Sqlite {
-            path: self.path.clone(),
-            source,
-        }
+        sqlite_error(&self.path)(source)
     }
 
     /// How many of [`DEFERRED_INDEXES`] the file lacks.
@@ -430,15 +441,8 @@ impl SqliteStore {
 
     /// Create the deferred indexes the file lacks, in one transaction.
     fn create_indexes(&mut self) -> Result<()> {
-        let path = self.path.clone();
-        let sql_err = |source| RecorderError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql_err)?;
+        let sql_err = sqlite_error(&self.path);
+        let tx = immediate(&mut self.conn, &self.path)?;
         for (_, create) in DEFERRED_INDEXES {
             tx.execute_batch(create).map_err(sql_err)?;
         }
@@ -447,22 +451,16 @@ impl SqliteStore {
 
     /// Apply the migrations this file lacks, all in one transaction.
     fn migrate(&mut self) -> Result<()> {
-        let path = self.path.clone();
-        let sql_err = |source| RecorderError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql_err)?;
+        let path = &self.path;
+        let sql_err = sqlite_error(path);
+        let tx = immediate(&mut self.conn, path)?;
         // Read again inside the write lock: another process may have migrated meanwhile.
         let found: i64 = tx
             .query_row("PRAGMA user_version", [], |row| row.get(0))
             .map_err(sql_err)?;
         if found > SCHEMA_VERSION {
             return Err(RecorderError::SchemaTooNew {
-                path: path.clone(),
+                path: path.to_path_buf(),
                 found,
                 supported: SCHEMA_VERSION,
             });
@@ -605,16 +603,11 @@ impl SqliteStore {
             tool_ids,
             ..
         } = self;
-        let sql_err = |source| RecorderError::Sqlite {
-            path: path.clone(),
-            source,
-        };
+        let sql_err = sqlite_error(path);
         let mut stats = AppendStats::default();
         let mut new_tools: HashMap<String, i64> = HashMap::new();
         // Dropping `tx` without commit (any `?` below) rolls the whole batch back.
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql_err)?;
+        let tx = immediate(conn, path)?;
         {
             let mut trace_keys: HashMap<&str, i64> = HashMap::new();
             let mut select_trace = tx
@@ -808,15 +801,8 @@ impl TraceStore for SqliteStore {
     /// store during the load creates them too (it cannot tell a load from a crash); the load
     /// then goes on maintaining them, only slower.
     fn begin_bulk_load(&mut self) -> Result<()> {
-        let path = self.path.clone();
-        let sql_err = |source| RecorderError::Sqlite {
-            path: path.clone(),
-            source,
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(sql_err)?;
+        let sql_err = sqlite_error(&self.path);
+        let tx = immediate(&mut self.conn, &self.path)?;
         // Checked inside the write lock: another process may be appending.
         let empty: bool = tx
             .query_row(
