@@ -14,6 +14,8 @@ venv=${BENCH_VENV:-${CARGO_TARGET_DIR:-$root/target}/bench-venv}
 
 cargo build --release --quiet -p chainweaver --example bench_executor
 rust=$("${CARGO_TARGET_DIR:-$root/target}/release/examples/bench_executor" "$rust_iterations")
+# A map step over 1,000 elements, per iteration, next to the linear step.
+"${CARGO_TARGET_DIR:-$root/target}/release/examples/bench_executor" map 200
 
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"

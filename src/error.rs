@@ -123,6 +123,33 @@ pub enum Error {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] chainweaver_recorder::RecorderError),
+    /// Mining failed.
+    #[error(transparent)]
+    Analyzer(#[from] chainweaver_analyzer::AnalyzerError),
+    /// Importing a file stopped (what it stored before stays stored).
+    #[error("import of {} stopped: {source}", path.display())]
+    ImportStopped {
+        path: PathBuf,
+        #[source]
+        source: chainweaver_recorder::RecorderError,
+    },
+    /// No trace is left to mine: the store is empty, or the split held every trace out.
+    #[error("{}", nothing_to_mine(*held_out))]
+    NothingToMine { held_out: usize },
+    /// The store holds no candidates to verify.
+    #[error("the store holds no candidates to verify")]
+    NoCandidates,
+    /// No stored candidate has this id or rank.
+    #[error("no candidate `{wanted}` among the {stored} stored")]
+    UnknownCandidate { wanted: String, stored: usize },
+}
+
+fn nothing_to_mine(held_out: usize) -> String {
+    if held_out == 0 {
+        "the store holds no traces with tool calls".into()
+    } else {
+        format!("all {held_out} traces were held out, none is left to mine")
+    }
 }
 
 fn step_prefix(step: Option<usize>) -> String {
@@ -170,6 +197,11 @@ impl Error {
             Error::Runtime(_) => "runtime",
             Error::Io { .. } => "io",
             Error::Store(_) => "store",
+            Error::Analyzer(_) => "mine",
+            Error::ImportStopped { .. } => "import",
+            Error::NothingToMine { .. } => "nothing_to_mine",
+            Error::NoCandidates => "no_candidates",
+            Error::UnknownCandidate { .. } => "unknown_candidate",
         }
     }
 

@@ -4,13 +4,14 @@
 //!
 //! - [`tool`]: [`Tool`](tool::Tool) (schema-validated callables) and command tools from a TOML
 //!   manifest.
-//! - [`flow`]: flow files (JSON / YAML), input and output mappings, and
-//!   [`compile_flow`](flow::compile_flow) with its stable finding codes.
+//! - [`flow`]: flow files (JSON / YAML) and chain tools read as flows, input and output
+//!   mappings, and [`compile_flow`](flow::compile_flow) with its stable finding codes.
 //! - [`executor`]: [`FlowExecutor`](executor::FlowExecutor), its records, events, step cache and
 //!   checkpoints.
 //! - [`registry`]: [`FlowRegistry`](registry::FlowRegistry), versions and lifecycle.
 //! - [`replay`]: replay in verify and execute modes.
-//! - [`chain_tool`]: chain tools (`chain_config`) imported as flows.
+//! - [`chain_tool`]: chain tools (`chain_config`) run by the executor; reading them and their
+//!   conversion to flows is in [`flow::chain`].
 //! - [`verify`]: replay mined candidates against held-out traffic with recorded (cassette) or
 //!   live tools, and decide their verdicts.
 
@@ -23,6 +24,7 @@ pub mod chain_tool;
 pub mod error;
 pub mod executor;
 pub mod flow;
+pub mod pipeline;
 pub mod registry;
 pub mod replay;
 pub mod tool;

@@ -8,71 +8,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use chrono::Utc;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use chainweaver_recorder::model::Timestamp;
 use chainweaver_recorder::model::flow::FlowDefinition;
 use chainweaver_recorder::store::TraceStore;
+use chainweaver_recorder::workspace::Workspace;
 
 use crate::error::{Error, Result};
 use crate::flow::version_key;
 
-/// The store document kind flows are kept under.
-pub const FLOW_DOCUMENT_KIND: &str = "flow";
-
-/// Where a flow version is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum FlowStatus {
-    Draft,
-    Active,
-    Deprecated,
-    Retired,
-}
-
-impl FlowStatus {
-    /// Whether a flow may move from `self` to `to`.
-    pub fn can_become(self, to: FlowStatus) -> bool {
-        use FlowStatus::*;
-        self == to
-            || matches!(
-                (self, to),
-                (Draft, Active) | (Active, Deprecated) | (Deprecated, Active) | (_, Retired)
-            ) && self != Retired
-    }
-
-    /// Parse `draft`, `active`, `deprecated` or `retired` (any case).
-    pub fn parse(text: &str) -> Option<Self> {
-        match text.to_ascii_lowercase().as_str() {
-            "draft" => Some(FlowStatus::Draft),
-            "active" => Some(FlowStatus::Active),
-            "deprecated" => Some(FlowStatus::Deprecated),
-            "retired" => Some(FlowStatus::Retired),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for FlowStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FlowStatus::Draft => "DRAFT",
-            FlowStatus::Active => "ACTIVE",
-            FlowStatus::Deprecated => "DEPRECATED",
-            FlowStatus::Retired => "RETIRED",
-        })
-    }
-}
-
-/// A flow version in the registry.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RegisteredFlow {
-    pub status: FlowStatus,
-    pub registered_at: Timestamp,
-    pub updated_at: Timestamp,
-    pub definition: FlowDefinition,
-}
+pub use chainweaver_recorder::model::flow::{FlowStatus, RegisteredFlow};
 
 /// Flows by `(name, version)`.
 #[derive(Default)]
@@ -91,9 +36,7 @@ impl fmt::Debug for FlowRegistry {
 }
 
 /// The store key of a flow version.
-pub fn document_key(name: &str, version: &str) -> String {
-    format!("{name}@{version}")
-}
+pub use chainweaver_recorder::workspace::flow_key as document_key;
 
 impl FlowRegistry {
     /// An in-memory registry.
@@ -104,13 +47,7 @@ impl FlowRegistry {
     /// A registry persisted in `store`: loads every stored flow, and writes every change through.
     pub fn open(store: Box<dyn TraceStore>) -> Result<Self> {
         let mut flows = BTreeMap::new();
-        for (key, document) in store.list_documents(FLOW_DOCUMENT_KIND)? {
-            let flow: RegisteredFlow =
-                serde_json::from_value(document).map_err(|err| Error::Registry {
-                    name: key.clone(),
-                    version: String::new(),
-                    message: format!("stored document is not a flow: {err}"),
-                })?;
+        for flow in store.flows()? {
             flows.insert(
                 (
                     flow.definition.name().to_string(),
@@ -127,16 +64,7 @@ impl FlowRegistry {
 
     fn persist(&mut self, flow: &RegisteredFlow) -> Result<()> {
         if let Some(store) = &mut self.store {
-            let document = serde_json::to_value(flow).map_err(|err| Error::Registry {
-                name: flow.definition.name().to_string(),
-                version: flow.definition.version().to_string(),
-                message: err.to_string(),
-            })?;
-            store.put_document(
-                FLOW_DOCUMENT_KIND,
-                &document_key(flow.definition.name(), flow.definition.version()),
-                &document,
-            )?;
+            store.put_flow(flow)?;
         }
         Ok(())
     }

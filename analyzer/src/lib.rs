@@ -42,6 +42,7 @@
 pub mod candidate;
 pub mod error;
 mod fast_hash;
+pub mod fold;
 pub mod infer;
 pub mod mine;
 mod parallel;

@@ -7,9 +7,12 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-use chainweaver_recorder::model::candidate::{Candidate, Occurrence, Pattern};
+use chainweaver_recorder::model::candidate::{
+    Candidate, InferenceSample, Occurrence, Pattern, PatternSummary,
+};
+use chainweaver_recorder::model::split::Split;
 use chainweaver_recorder::model::{Timestamp, TraceWithSteps};
-use chainweaver_recorder::store::{TraceFilter, TraceStore};
+use chainweaver_recorder::store::{TraceFilter, TraceStore, tool_sequences};
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::{Built, CandidateConfig, Probe, build_candidates_profiled, even_positions};
@@ -74,6 +77,14 @@ pub struct StreamConfig {
     /// `None` (its default, 1,000, wins otherwise); see there for what the sample changes.
     /// Default: 2,000.
     pub max_occurrences_per_pattern: Option<usize>,
+    /// Leave out the traces this split holds out (for verification to replay); `None` mines
+    /// every trace the filter passes.
+    pub split: Option<Split>,
+    /// When no pattern is sampled and the mined traces hold at most this many steps, every
+    /// mined trace is loaded and tools are profiled over all their calls, exactly as
+    /// [`ChainAnalyzer::analyze`] does; above it only the traces of the occurrences are read.
+    /// Default: 1,000,000.
+    pub profile_every_call_up_to: usize,
 }
 
 impl Default for StreamConfig {
@@ -81,6 +92,8 @@ impl Default for StreamConfig {
         Self {
             filter: TraceFilter::default(),
             max_occurrences_per_pattern: Some(2_000),
+            split: None,
+            profile_every_call_up_to: 1_000_000,
         }
     }
 }
@@ -99,22 +112,6 @@ impl Default for MineConfig {
             probe_occurrences: Some(64),
         }
     }
-}
-
-/// A frequent tool sequence as the miner reports it, before candidates.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PatternSummary {
-    pub tools: Vec<String>,
-    /// Distinct traces containing it.
-    pub support: u32,
-    /// Occurrences in all (several per trace possible).
-    pub occurrences: u64,
-    /// `support x (length - 1)`.
-    pub round_trips_saved: u64,
-    /// Distinct supporting traces per UTC day (`YYYY-MM-DD`) the trace started, for traces with
-    /// a start time; only for the best-ranked patterns (`MineConfig::max_dated_patterns`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub support_by_day: BTreeMap<String, u64>,
 }
 
 /// The UTC day each trace started on, as an index into a table of `YYYY-MM-DD` names, so
@@ -226,10 +223,14 @@ struct Mined {
     chosen: Vec<(Vec<u32>, Located)>,
 }
 
-/// Everything one analysis produced.
+/// Everything one analysis produced. Durations serialize as seconds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MineOutcome {
+    /// Traces mined.
     pub traces: usize,
+    /// Traces the split held out of mining (streaming path only).
+    #[serde(default)]
+    pub held_out_traces: usize,
     pub steps: usize,
     pub distinct_tools: usize,
     /// Closed frequent patterns of at least `min_length` tools, best-ranked first.
@@ -238,11 +239,29 @@ pub struct MineOutcome {
     pub candidates: Vec<Candidate>,
     /// Patterns that could not become candidates, with the reason.
     pub skipped: Vec<(Vec<String>, String)>,
+    #[serde(with = "seconds")]
     pub mining_time: Duration,
+    #[serde(with = "seconds")]
     pub inference_time: Duration,
     /// Time spent reading a store ([`ChainAnalyzer::analyze_store`]); zero for in-memory input.
-    #[serde(default)]
+    #[serde(default, with = "seconds")]
     pub load_time: Duration,
+}
+
+/// A duration as a number of seconds, the way every JSON output of the project writes one.
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(duration: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(duration.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duration, D::Error> {
+        let seconds = f64::deserialize(deserializer)?;
+        Duration::try_from_secs_f64(seconds).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Finds repeated tool sequences and proposes them as flows.
@@ -296,6 +315,7 @@ impl ChainAnalyzer {
         let (candidates, skipped) = build_chosen(traces, chosen, &days, config, sampled);
         Ok(MineOutcome {
             traces: traces.len(),
+            held_out_traces: 0,
             steps: db.num_steps(),
             distinct_tools: db.num_items(),
             patterns: mined.patterns,
@@ -312,11 +332,13 @@ impl ChainAnalyzer {
     /// only the traces holding the sampled occurrences of the patterns that become candidates
     /// are then loaded whole ([`TraceStore::get_trace`]).
     ///
-    /// Differences from [`ChainAnalyzer::analyze`] over the same traces, all documented in
-    /// [`StreamConfig`]: binding inference, tool profiles and the candidate's occurrence
-    /// references read the sample; support, occurrence counts, round trips saved and support
-    /// per day are the full figures and the score is scaled to the full round trips saved;
-    /// traces without steps are not counted; a trace is dated by its first timed step.
+    /// Over the same traces it proposes what [`ChainAnalyzer::analyze`] proposes when no
+    /// pattern is sampled and the store is small ([`StreamConfig::profile_every_call_up_to`]).
+    /// Otherwise, as documented in [`StreamConfig`]: binding inference, tool profiles and the
+    /// candidate's occurrence references read the sample; support, occurrence counts, round
+    /// trips saved and support per day are the full figures and the score is scaled to the full
+    /// round trips saved. A trace is dated by its first timed step; with a filter, traces
+    /// without a matching step are not counted.
     pub fn analyze_store(
         &self,
         store: &dyn TraceStore,
@@ -324,70 +346,42 @@ impl ChainAnalyzer {
     ) -> Result<MineOutcome> {
         let config = &self.config;
         let started = Instant::now();
-        let columns = store.step_columns(&stream.filter)?;
-        let mut builder = SequenceDbBuilder::new();
-        let mut trace_ids: Vec<String> = Vec::new();
-        let mut starts = Vec::new();
-        let mut from = 0;
-        let rows = columns.trace_id.len().min(columns.tool_name.len());
-        for end in 1..=rows {
-            if end < rows && columns.trace_id[end] == columns.trace_id[from] {
-                continue;
-            }
-            builder.push_sequence(columns.tool_name[from..end].iter())?;
-            trace_ids.push(columns.trace_id[from].clone());
-            starts.push(
-                columns
-                    .started_at
-                    .get(from..end)
-                    .and_then(|s| s.iter().find_map(|t| *t)),
-            );
-            from = end;
-        }
-        drop(columns);
-        let db = builder.finish();
-        let days = TraceDays::from_starts(starts.into_iter());
+        let Sequences {
+            db,
+            trace_ids,
+            days,
+            held_out_traces,
+        } = read_sequences(store, stream)?;
         let load_columns = started.elapsed();
 
         let started = Instant::now();
         let mined = self.mine_db(&db, &days)?;
         let mining_time = started.elapsed();
 
-        // Load the traces the sampled occurrences sit in, once each, in storage order.
+        // Load the traces the sampled occurrences sit in, once each, in storage order; or,
+        // when nothing is sampled in a store small enough, every mined trace, so tools are
+        // profiled over all their calls exactly as the in-memory path does.
         let started = Instant::now();
         let cap = config
             .max_inference_occurrences
             .or(stream.max_occurrences_per_pattern);
         let mut chosen = self.chosen_patterns(&db, mined.chosen, cap);
-        let mut needed: Vec<usize> = chosen
-            .iter()
-            .flat_map(|c| c.sample.occurrences.iter().map(|o| o.trace))
-            .collect();
-        needed.sort_unstable();
-        needed.dedup();
-        let mut loaded = Vec::with_capacity(needed.len());
-        for &index in &needed {
-            let trace_id = &trace_ids[index];
-            let trace = store
-                .get_trace(trace_id)?
-                .ok_or_else(|| AnalyzerError::StoreChanged {
-                    trace_id: trace_id.clone(),
-                    message: "the trace was listed by the step columns but cannot be read".into(),
-                })?;
-            loaded.push(trace);
-        }
+        let sampled = chosen.iter().any(|c| c.sampled);
+        let whole_store = !sampled
+            && stream.filter == TraceFilter::default()
+            && db.num_steps() <= stream.profile_every_call_up_to;
+        let loaded = if whole_store {
+            load_mined(store, stream.split, trace_ids.len())?
+        } else {
+            load_sampled(store, &mut chosen, &trace_ids)?
+        };
         let load_time = load_columns + started.elapsed();
 
         let started = Instant::now();
-        for chosen in &mut chosen {
-            for occurrence in &mut chosen.sample.occurrences {
-                // `needed` is sorted and holds every sampled trace.
-                occurrence.trace = needed.partition_point(|&t| t < occurrence.trace);
-            }
-        }
-        let (candidates, skipped) = build_chosen(&loaded, chosen, &days, config, true);
+        let (candidates, skipped) = build_chosen(&loaded, chosen, &days, config, !whole_store);
         Ok(MineOutcome {
             traces: db.len(),
+            held_out_traces,
             steps: db.num_steps(),
             distinct_tools: db.num_items(),
             patterns: mined.patterns,
@@ -547,6 +541,134 @@ impl ChainAnalyzer {
     }
 }
 
+/// The interned tool sequences of a store's mined traces, from its step columns.
+struct Sequences {
+    db: SequenceDb,
+    /// Trace id of each sequence.
+    trace_ids: Vec<String>,
+    days: TraceDays,
+    held_out_traces: usize,
+}
+
+/// Read the store's tool-name columns into sequences, leaving out the traces the split holds
+/// out. With no filter, every trace counts in storage order, also one without steps (as when
+/// mining traces in memory); with a filter, the traces with a matching step.
+fn read_sequences(store: &dyn TraceStore, stream: &StreamConfig) -> Result<Sequences> {
+    if stream.filter != TraceFilter::default() {
+        return read_filtered_sequences(store, stream);
+    }
+    let split = stream.split;
+    let keep = move |id: &str| !split.is_some_and(|split| split.is_holdout(id));
+    let read = tool_sequences(store, &keep)?;
+    let mut builder = SequenceDbBuilder::new();
+    for t in 0..read.trace_ids.len() {
+        builder.push_sequence(read.tools(t))?;
+    }
+    Ok(Sequences {
+        db: builder.finish(),
+        days: TraceDays::from_starts(read.first_started.into_iter()),
+        trace_ids: read.trace_ids,
+        held_out_traces: read.left_out,
+    })
+}
+
+/// [`read_sequences`] of the traces with a step matching the filter, from the step columns.
+fn read_filtered_sequences(store: &dyn TraceStore, stream: &StreamConfig) -> Result<Sequences> {
+    let columns = store.step_columns(&stream.filter)?;
+    let rows = columns.trace_id.len().min(columns.tool_name.len());
+    let mut builder = SequenceDbBuilder::new();
+    let mut trace_ids = Vec::new();
+    let mut starts = Vec::new();
+    let mut held_out_traces = 0;
+    let mut from = 0;
+    for end in 1..=rows {
+        if end < rows && columns.trace_id[end] == columns.trace_id[from] {
+            continue;
+        }
+        let id = &columns.trace_id[from];
+        if stream.split.is_some_and(|split| split.is_holdout(id)) {
+            held_out_traces += 1;
+        } else {
+            builder.push_sequence(columns.tool_name[from..end].iter())?;
+            starts.push(
+                columns
+                    .started_at
+                    .get(from..end)
+                    .and_then(|s| s.iter().find_map(|t| *t)),
+            );
+            trace_ids.push(id.clone());
+        }
+        from = end;
+    }
+    Ok(Sequences {
+        db: builder.finish(),
+        trace_ids,
+        days: TraceDays::from_starts(starts.into_iter()),
+        held_out_traces,
+    })
+}
+
+/// Every mined trace, whole, in storage order (the order of the sequences).
+fn load_mined(
+    store: &dyn TraceStore,
+    split: Option<Split>,
+    expected: usize,
+) -> Result<Vec<TraceWithSteps>> {
+    let mut loaded = Vec::with_capacity(expected);
+    store.for_each_trace(&mut |trace| {
+        if !split.is_some_and(|split| split.is_holdout(&trace.trace.trace_id)) {
+            loaded.push(trace);
+        }
+        Ok(())
+    })?;
+    if loaded.len() != expected {
+        return Err(AnalyzerError::StoreChanged {
+            trace_id: String::new(),
+            message: format!(
+                "{expected} traces were counted but {} were read",
+                loaded.len()
+            ),
+        });
+    }
+    Ok(loaded)
+}
+
+/// The traces the chosen patterns' sampled occurrences sit in, once each, in storage order;
+/// the occurrences are renumbered to index the loaded traces.
+fn load_sampled(
+    store: &dyn TraceStore,
+    chosen: &mut [ChosenPattern],
+    trace_ids: &[String],
+) -> Result<Vec<TraceWithSteps>> {
+    let mut needed: Vec<usize> = chosen
+        .iter()
+        .flat_map(|c| c.sample.occurrences.iter().map(|o| o.trace))
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    let ids: Vec<&str> = needed.iter().map(|&i| trace_ids[i].as_str()).collect();
+    let loaded = store.get_traces(&ids)?;
+    if loaded.len() != ids.len() {
+        let read: std::collections::HashSet<&str> =
+            loaded.iter().map(|t| t.trace.trace_id.as_str()).collect();
+        let missing = ids
+            .iter()
+            .find(|id| !read.contains(**id))
+            .map_or("", |id| *id);
+        return Err(AnalyzerError::StoreChanged {
+            trace_id: missing.to_string(),
+            message: "the trace was listed by the step columns but cannot be read".into(),
+        });
+    }
+    for chosen in chosen {
+        for occurrence in &mut chosen.sample.occurrences {
+            // `needed` is sorted and holds every sampled trace.
+            occurrence.trace = needed.partition_point(|&t| t < occurrence.trace);
+        }
+    }
+    Ok(loaded)
+}
+
 /// A chosen pattern's occurrences as mining found them; contiguous ones are kept as a trace and
 /// a start, and spelled out step by step only for the occurrences inference reads.
 enum Located {
@@ -678,15 +800,10 @@ impl ChosenPattern {
             .into_iter()
             .map(|(day, n)| (day, n as usize))
             .collect();
-        candidate
-            .metadata
-            .insert("sampled_occurrences".into(), serde_json::Value::from(read));
-        if !unlinked.is_empty() {
-            candidate.metadata.insert(
-                "unlinked_in_probe".into(),
-                serde_json::Value::from(unlinked.to_vec()),
-            );
-        }
+        candidate.sample = Some(InferenceSample {
+            read,
+            unlinked_in_probe: unlinked.to_vec(),
+        });
     }
 }
 
@@ -709,12 +826,7 @@ fn distinct(traces: &[usize]) -> usize {
 
 /// Best first: highest score, ties by id (the order `analyze` returns candidates in).
 pub fn sort_candidates(candidates: &mut [Candidate]) {
-    candidates.sort_by(|a, b| {
-        b.evidence
-            .score
-            .total_cmp(&a.evidence.score)
-            .then_with(|| a.id.cmp(&b.id))
-    });
+    candidates.sort_by(Candidate::rank_order);
 }
 
 /// Keep the closed gapped patterns: drop one when a longer pattern that contains it as a

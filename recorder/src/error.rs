@@ -44,6 +44,13 @@ pub enum RecorderError {
         line: u64,
         message: String,
     },
+    /// A stored result document does not read as its kind's type.
+    #[error("stored {kind} `{key}` cannot be read: {message}")]
+    Document {
+        kind: &'static str,
+        key: String,
+        message: String,
+    },
     #[error("statistics: {0}")]
     Stats(String),
     #[error("the recorder's background writer stopped: {0}")]

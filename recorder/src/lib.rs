@@ -38,5 +38,6 @@ pub mod model;
 pub mod stats;
 pub mod store;
 pub mod synth;
+pub mod workspace;
 
 pub use error::{RecorderError, Result};

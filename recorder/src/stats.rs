@@ -2,7 +2,9 @@
 //!
 //! The store hands over slim columns ([`StepColumns`]: no payloads), polars groups and
 //! aggregates them. Latency percentiles use linear interpolation between the two nearest
-//! ranks and skip steps without a duration.
+//! ranks (the value at position `q x (n - 1)` of the sorted durations, as numpy's default and
+//! polars' `QuantileMethod::Linear` define it) and skip steps without a duration. This is the
+//! one definition: `chainweaver traces stats` and the TUI's Tools view both call [`tool_stats`].
 
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -170,6 +172,29 @@ mod tests {
         let put = &stats[1];
         assert_eq!((put.calls, put.traces, put.errors), (1, 1, 0));
         assert_eq!(put.p50_ms, None, "no durations, no percentile");
+    }
+
+    #[test]
+    fn percentiles_interpolate_between_the_nearest_ranks() {
+        // Sorted 10, 20, 30, 1000: p50 sits halfway between 20 and 30 (position 1.5); p95 at
+        // position 2.85, 85% of the way from 30 to 1000; p99 at 2.97.
+        let rows = [
+            ("t1", "get", false, Some(30.0)),
+            ("t1", "get", false, Some(10.0)),
+            ("t2", "get", true, Some(1000.0)),
+            ("t3", "get", false, Some(20.0)),
+            ("t3", "get", false, None),
+        ];
+        let stats = tool_stats(&columns(&rows)).unwrap();
+        let get = &stats[0];
+        assert_eq!((get.calls, get.traces, get.errors), (5, 3, 1));
+        assert_eq!(get.p50_ms, Some(25.0));
+        assert!((get.p95_ms.unwrap() - 854.5).abs() < 1e-9, "{get:?}");
+        assert!((get.p99_ms.unwrap() - 970.9).abs() < 1e-9, "{get:?}");
+        assert_eq!(get.mean_ms, Some(265.0));
+        // One duration: every percentile is that duration.
+        let one = tool_stats(&columns(&[("t1", "put", false, Some(7.0))])).unwrap();
+        assert_eq!((one[0].p50_ms, one[0].p99_ms), (Some(7.0), Some(7.0)));
     }
 
     #[test]

@@ -699,7 +699,15 @@ fn planted_flows() -> Vec<PlantedFlow> {
             &["get_invoice", "pay_invoice"],
             vec![
                 binding(0, "/invoice_id", input("invoice_id")),
-                binding(1, "/invoice_id", output(0, "/invoice/id")),
+                // get_invoice's output echoes the id it was given: the cause is its input.
+                binding(
+                    1,
+                    "/invoice_id",
+                    PlantedSource::StepInput {
+                        step: 0,
+                        pointer: "/invoice_id".into(),
+                    },
+                ),
                 binding(1, "/amount", output(0, "/invoice/amount")),
                 binding(1, "/currency", output(0, "/invoice/currency")),
                 binding(1, "/account", input("account")),

@@ -1,32 +1,33 @@
 //! `chainweaver analyze`: the main job. Import, mine, verify by replay, report.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use chainweaver::verify::{HeldOut, Split, Verifier};
-use chainweaver_analyzer::mine::{MineOutcome, sort_candidates};
-use chainweaver_recorder::model::TraceWithSteps;
-use chainweaver_recorder::model::candidate::{Candidate, Verdict, VerdictStatus};
-use chainweaver_recorder::store::TraceStore;
+use chainweaver::pipeline::{self, AnalyzeReport, AnalyzeRequest, ImportSummary, ReportEntry};
+use chainweaver_analyzer::fold::FoldConfig;
+use chainweaver_analyzer::mine::MineOutcome;
+use chainweaver_recorder::model::candidate::{Behaviour, VariantKind};
 use serde::Serialize;
 
-use super::import::{ImportArgs, Summary, import_files};
-use super::mine::{MineArgs, load_traces, mine_and_store, mine_traces, store_outcome};
+use super::import::{ImportFlags, summary_text};
+use super::mine::MineArgs;
 use super::output::{Table, emit};
 use super::store::open;
-use super::verify::{Checked, VerifyFlags, store_verdict, verify_and_store};
-use super::{Global, exit};
+use super::verify::VerifyFlags;
+use super::{Global, exit, failure, progress};
 
 /// Import agent logs, mine the tool sequences they repeat on most of the traces, replay every
 /// candidate flow through the executor on the traces held out, and print a ranked report of
-/// the verified flows. Everything stays in the store (`chainweaver.db` by default) for
-/// `candidates`, `verdicts`, `flows promote` and `tui`.
+/// the verified flows. With no paths, the traces already in the store are analyzed.
+/// Everything stays in the store (`chainweaver.db` by default) for `candidates`, `verdicts`,
+/// `flows promote` and `tui`.
 #[derive(Debug, clap::Args)]
 pub struct AnalyzeArgs {
+    /// Files or directories to import first (directories are read recursively).
+    pub paths: Vec<PathBuf>,
     #[command(flatten)]
-    pub import: ImportArgs,
+    pub import: ImportFlags,
     #[command(flatten)]
     pub mine: MineArgs,
     #[command(flatten)]
@@ -38,234 +39,67 @@ pub struct AnalyzeArgs {
     /// Also write the report as Markdown to this file.
     #[arg(long)]
     pub report: Option<PathBuf>,
+    /// Fold a verified flow into a longer one when at least this share of its occurrences lie
+    /// inside the longer one's (other loop counts and other first steps always fold); above 1,
+    /// parts are never folded.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.8)]
+    pub fold_share: f64,
 }
 
-/// One row of the report: a candidate and its verdict.
+/// What `analyze --format json` prints.
 #[derive(Debug, Serialize)]
-struct ReportEntry<'a> {
-    candidate: &'a Candidate,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    verdict: Option<&'a Verdict>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<&'a str>,
-}
-
-#[derive(Debug, Serialize)]
-struct AnalyzeOutcome<'a> {
-    import: &'a Summary,
-    split: String,
-    mined_traces: usize,
-    held_out_traces: usize,
-    mine: &'a MineOutcome,
-    /// Verified first, then partial, then rejected; by score within each.
-    report: Vec<ReportEntry<'a>>,
+struct AnalyzeOutput<'a> {
+    schema_version: u32,
+    #[serde(flatten)]
+    report: &'a AnalyzeReport,
 }
 
 pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
-    let imported = import_files(&args.import, None, global)?;
-    let options = args.verify.options()?;
     let mut store = open(&global.store)?;
-    let config = MineArgs::config(&args.mine);
-    let (outcome, checked, split_text, mined_count, held_count) = match args.folds {
-        None => {
-            let split = Split::Holdout {
-                percent: args.mine.holdout.unwrap_or(20),
-            };
-            let mined = mine_and_store(store.as_mut(), config, split, global)?;
-            let source = args
-                .verify
-                .source(mined.mined.iter().chain(&mined.held_out))?;
-            let verifier = Verifier::new(source, options);
-            let held_out = HeldOut::new(mined.held_out.iter().collect());
-            let jobs: Vec<(&Candidate, &HeldOut<'_>)> = mined
-                .outcome
-                .candidates
-                .iter()
-                .map(|c| (c, &held_out))
-                .collect();
-            let checked = verify_and_store(store.as_mut(), &verifier, &jobs, global)?;
-            let counts = (mined.mined.len(), mined.held_out.len());
-            (mined.outcome, checked, split.describe(), counts.0, counts.1)
-        }
-        Some(folds) => {
-            let traces = load_traces(store.as_ref(), global)?;
-            let (outcome, checked) = cross_validate(
-                store.as_mut(),
-                &traces,
-                folds,
-                &config,
-                &args.verify,
-                global,
-            )?;
-            let total = traces.len();
-            (
-                outcome,
-                checked,
-                format!("{folds}-fold cross-validation"),
-                total,
-                total,
-            )
-        }
+    let request = AnalyzeRequest {
+        import: Some(args.import.request(args.paths.clone())),
+        mine: args.mine.config(),
+        holdout: args.mine.holdout.unwrap_or(20),
+        folds: args.folds,
+        verify: args.verify.request()?,
+        fold: FoldConfig {
+            inside_share: args.fold_share,
+        },
     };
-    let report = ranked(&outcome.candidates, &checked);
+    let bars = progress::Bars::new(global);
+    let report = pipeline::analyze(store.as_mut(), &request, &bars)
+        .map_err(|err| failure::library(err, global))?;
     if let Some(path) = &args.report {
-        std::fs::write(path, markdown(&imported, &outcome, &split_text, &report))
+        std::fs::write(path, markdown(&report))
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
-    let both = AnalyzeOutcome {
-        import: &imported,
-        split: split_text.clone(),
-        mined_traces: mined_count,
-        held_out_traces: held_count,
-        mine: &outcome,
-        report,
+    let output = AnalyzeOutput {
+        schema_version: super::SCHEMA_VERSION,
+        report: &report,
     };
-    emit(global, &both, || {
-        let mut text = imported.text(global);
-        text.push('\n');
-        text.push_str(&report_text(&both));
+    emit(global, &output, || {
+        let mut text = String::new();
+        if let Some(import) = &report.import {
+            text.push_str(&summary_text(import, global));
+            text.push('\n');
+        }
+        text.push_str(&report_text(&report));
         text.push_str(
             "\nnext: `chainweaver verdicts show 1`, `chainweaver flows promote 1`, `chainweaver candidates export 1 -o flow.json`, `chainweaver tui`\n",
         );
         text
     })?;
-    Ok(if imported.rejected() > 0 {
+    let rejected = report.import.as_ref().map_or(0, ImportSummary::rejected);
+    Ok(if rejected > 0 {
         exit::PARTIAL
     } else {
         exit::OK
     })
 }
 
-/// K-fold: mine on all folds but one, verify on that one; a candidate found in several folds
-/// sums its replays. The stored candidates are the union (first fold's copy of each).
-fn cross_validate(
-    store: &mut dyn TraceStore,
-    traces: &[TraceWithSteps],
-    folds: u32,
-    config: &chainweaver_analyzer::mine::MineConfig,
-    flags: &VerifyFlags,
-    global: &Global,
-) -> anyhow::Result<(MineOutcome, Vec<Checked>)> {
-    let source = flags.source(traces)?;
-    let verifier = Verifier::new(source, flags.options()?);
-    let mut union: Option<MineOutcome> = None;
-    let mut merged: BTreeMap<String, (Verdict, usize)> = BTreeMap::new();
-    let mut errors: BTreeMap<String, String> = BTreeMap::new();
-    for fold in 0..folds {
-        let split = Split::Fold { folds, fold };
-        let (train, test): (Vec<&TraceWithSteps>, Vec<&TraceWithSteps>) = traces
-            .iter()
-            .partition(|t| !split.is_holdout(&t.trace.trace_id));
-        let train: Vec<TraceWithSteps> = train.into_iter().cloned().collect();
-        let mut outcome = mine_traces(&train, test.len(), config.clone(), global)?;
-        let split_value = serde_json::to_value(split)?;
-        for candidate in &mut outcome.candidates {
-            candidate
-                .metadata
-                .insert("split".into(), split_value.clone());
-        }
-        let test = HeldOut::new(test);
-        let jobs: Vec<(&Candidate, &HeldOut<'_>)> =
-            outcome.candidates.iter().map(|c| (c, &test)).collect();
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let results = verifier.verify_many(&jobs, threads, &|| {});
-        for ((candidate, _), result) in jobs.iter().zip(results) {
-            match result {
-                Ok(verdict) => match merged.get_mut(&candidate.id) {
-                    None => {
-                        merged.insert(candidate.id.clone(), (verdict, 1));
-                    }
-                    Some((sum, found_in)) => {
-                        *found_in += 1;
-                        sum.occurrences_replayed += verdict.occurrences_replayed;
-                        sum.exact_matches += verdict.exact_matches;
-                        sum.occurrences_found += verdict.occurrences_found;
-                        sum.holdout_traces += verdict.holdout_traces;
-                        sum.failures.binding_wrong += verdict.failures.binding_wrong;
-                        sum.failures.tool_output_changed += verdict.failures.tool_output_changed;
-                        sum.failures.tool_failed += verdict.failures.tool_failed;
-                        let room = verifier.options().max_diffs.saturating_sub(sum.diffs.len());
-                        sum.diffs.extend(verdict.diffs.into_iter().take(room));
-                    }
-                },
-                Err(err) => {
-                    errors
-                        .entry(candidate.id.clone())
-                        .or_insert(err.to_string());
-                }
-            }
-        }
-        match &mut union {
-            None => union = Some(outcome),
-            Some(all) => {
-                for candidate in outcome.candidates {
-                    if !all.candidates.iter().any(|c| c.id == candidate.id) {
-                        all.candidates.push(candidate);
-                    }
-                }
-            }
-        }
-    }
-    let Some(mut outcome) = union else {
-        anyhow::bail!("no folds were mined");
-    };
-    sort_candidates(&mut outcome.candidates);
-    store_outcome(store, &outcome)?;
-    let mut checked = Vec::new();
-    for candidate in &outcome.candidates {
-        if let Some((mut verdict, found_in)) = merged.remove(&candidate.id) {
-            chainweaver::verify::decide(&mut verdict, candidate);
-            verdict.reason = format!("{} (over {found_in} of {folds} folds)", verdict.reason);
-            checked.push(store_verdict(store, verdict)?);
-        } else {
-            checked.push(Checked {
-                candidate: candidate.id.clone(),
-                verdict: None,
-                error: errors.remove(&candidate.id),
-            });
-        }
-    }
-    Ok((outcome, checked))
-}
-
-/// Verified first, then partial, rejected, and candidates without a verdict last.
-fn status_rank(verdict: Option<&Verdict>) -> (bool, Option<VerdictStatus>) {
-    (verdict.is_none(), verdict.map(|v| v.status))
-}
-
-fn ranked<'a>(candidates: &'a [Candidate], checked: &'a [Checked]) -> Vec<ReportEntry<'a>> {
-    let mut entries: Vec<ReportEntry<'a>> = candidates
-        .iter()
-        .map(|candidate| {
-            let check = checked.iter().find(|c| c.candidate == candidate.id);
-            ReportEntry {
-                candidate,
-                verdict: check.and_then(|c| c.verdict.as_ref()),
-                error: check.and_then(|c| c.error.as_deref()),
-            }
-        })
-        .collect();
-    entries.sort_by(|a, b| {
-        status_rank(a.verdict).cmp(&status_rank(b.verdict)).then(
-            b.candidate
-                .evidence
-                .score
-                .total_cmp(&a.candidate.evidence.score),
-        )
-    });
-    entries
-}
-
-fn report_text(outcome: &AnalyzeOutcome<'_>) -> String {
-    let mine = outcome.mine;
-    let verified = outcome
-        .report
-        .iter()
-        .filter(|e| {
-            e.verdict
-                .is_some_and(|v| v.status == VerdictStatus::Verified)
-        })
-        .count();
+fn report_text(outcome: &AnalyzeReport) -> String {
+    let mine = &outcome.mine;
+    let verified = outcome.verified;
     let mut text = format!(
         "{} traces mined, {} held out ({}); {} steps, {} tools: {} closed patterns, {} candidates, {} verified by replay\n\n",
         outcome.mined_traces,
@@ -277,47 +111,26 @@ fn report_text(outcome: &AnalyzeOutcome<'_>) -> String {
         mine.candidates.len(),
         verified
     );
-    let mut table = Table::new(&[
-        ">#",
-        "flow (the tool calls it replaces)",
-        "verdict",
-        ">exact replays",
-        ">round trips saved",
-        ">score",
-    ]);
-    // Rejected candidates are summarized, not listed: `verdicts list` has every one.
-    let mut rejected = (0usize, 0usize, 0usize);
-    for (rank, entry) in outcome.report.iter().enumerate() {
-        if let Some(v) = entry.verdict
-            && v.status == VerdictStatus::Rejected
-        {
-            let thresholds = v.thresholds.unwrap_or_default();
-            if entry.candidate.evidence.data_flow < thresholds.min_data_flow {
-                rejected.0 += 1;
-            } else if v.occurrences_replayed < thresholds.min_occurrences {
-                rejected.1 += 1;
-            } else {
-                rejected.2 += 1;
-            }
-            continue;
-        }
-        table.row(vec![
-            (rank + 1).to_string(),
-            entry.candidate.tools.join(" -> "),
-            match (entry.verdict, entry.error) {
-                (Some(v), _) => v.status.as_str().into(),
-                (None, Some(_)) => "error".into(),
-                (None, None) => "-".into(),
-            },
-            entry.verdict.map_or(String::new(), |v| {
-                format!("{}/{}", v.exact_matches, v.occurrences_replayed)
-            }),
-            entry.candidate.evidence.round_trips_saved.to_string(),
-            format!("{:.1}", entry.candidate.evidence.score),
-        ]);
+    text.push_str(&behaviour_table(outcome));
+    let coverage = &outcome.coverage;
+    if coverage.calls > 0 {
+        let share = |n: usize| 100.0 * n as f64 / coverage.calls as f64;
+        let _ = writeln!(
+            text,
+            "\n{} verified proposals cover {:.0}% of the {} held-out tool calls (the {} verified candidates unfolded: {:.0}%)",
+            coverage.verified_behaviours,
+            share(coverage.by_verified_behaviours),
+            coverage.calls,
+            outcome.verified,
+            share(coverage.by_verified_candidates),
+        );
     }
-    text.push_str(&table.render());
-    let (unlinked, unproven, failed) = rejected;
+    let rejected = outcome.rejected;
+    let (unlinked, unproven, failed) = (
+        rejected.unlinked,
+        rejected.too_few_occurrences,
+        rejected.replays_differ,
+    );
     if unlinked + unproven + failed > 0 {
         let _ = writeln!(
             text,
@@ -325,13 +138,17 @@ fn report_text(outcome: &AnalyzeOutcome<'_>) -> String {
             unlinked + unproven + failed
         );
     }
-    let errors: Vec<&ReportEntry<'_>> = outcome
+    let errors: Vec<&ReportEntry> = outcome
         .report
         .iter()
         .filter(|e| e.error.is_some())
         .collect();
     for entry in errors {
-        let _ = writeln!(text, "error: {}", entry.error.unwrap_or_default());
+        let _ = writeln!(
+            text,
+            "error: {}",
+            entry.error.as_deref().unwrap_or_default()
+        );
     }
     for (tools, reason) in &mine.skipped {
         let _ = writeln!(text, "skipped {}: {reason}", tools.join(" -> "));
@@ -339,18 +156,88 @@ fn report_text(outcome: &AnalyzeOutcome<'_>) -> String {
     text
 }
 
+/// One row per behaviour (its lead's verdict and figures, what was folded into it), then the
+/// candidates without a verdict. The `#` is the lead's rank in the report.
+fn behaviour_table(outcome: &AnalyzeReport) -> String {
+    let mut table = Table::new(&[
+        ">#",
+        "behaviour",
+        "folded in",
+        "verdict",
+        ">exact replays",
+        ">round trips saved",
+        ">score",
+    ]);
+    let rank_of = |id: &str| outcome.report.iter().position(|e| e.candidate.id == id);
+    for behaviour in &outcome.behaviours {
+        let Some(rank) = rank_of(&behaviour.lead) else {
+            continue;
+        };
+        let entry = &outcome.report[rank];
+        table.row(vec![
+            (rank + 1).to_string(),
+            behaviour.name.clone(),
+            folded_words(behaviour),
+            entry
+                .verdict
+                .as_ref()
+                .map_or("-".into(), |v| v.status.as_str().to_string()),
+            entry.verdict.as_ref().map_or(String::new(), |v| {
+                format!("{}/{}", v.exact_matches, v.occurrences_replayed)
+            }),
+            entry.candidate.evidence.round_trips_saved.to_string(),
+            format!("{:.1}", entry.candidate.evidence.score),
+        ]);
+    }
+    for (rank, entry) in outcome.report.iter().enumerate() {
+        if entry.verdict.is_none() {
+            table.row(vec![
+                (rank + 1).to_string(),
+                entry.candidate.tools.join(" -> "),
+                String::new(),
+                if entry.error.is_some() { "error" } else { "-" }.into(),
+                String::new(),
+                entry.candidate.evidence.round_trips_saved.to_string(),
+                format!("{:.1}", entry.candidate.evidence.score),
+            ]);
+        }
+    }
+    table.render()
+}
+
+/// `2 loop counts, 1 first step, 3 parts`, or `-`.
+fn folded_words(behaviour: &Behaviour) -> String {
+    let count = |kind: VariantKind| behaviour.variants.iter().filter(|v| v.kind == kind).count();
+    let parts: Vec<String> = [
+        (VariantKind::LoopCount, "loop count", "loop counts"),
+        (VariantKind::FirstStep, "first step", "first steps"),
+        (VariantKind::Part, "part", "parts"),
+    ]
+    .into_iter()
+    .filter_map(|(kind, one, many)| match count(kind) {
+        0 => None,
+        1 => Some(format!("1 {one}")),
+        n => Some(format!("{n} {many}")),
+    })
+    .collect();
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
 /// The report as Markdown: what was read, then each candidate with its verdict, evidence and
 /// bindings.
-fn markdown(
-    imported: &Summary,
-    outcome: &MineOutcome,
-    split: &str,
-    report: &[ReportEntry<'_>],
-) -> String {
+fn markdown(analysis: &AnalyzeReport) -> String {
+    let outcome: &MineOutcome = &analysis.mine;
+    let split = &analysis.split;
+    let report = &analysis.report;
     let mut md = String::from(
         "# ChainWeaver analysis\n\n## Input\n\n| file | format | traces | steps | failed | rejected |\n|---|---|---:|---:|---:|---:|\n",
     );
-    for file in &imported.files {
+    let files = analysis.import.as_ref().map_or(&[][..], |i| &i.files[..]);
+    for file in files {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} |",
@@ -364,13 +251,31 @@ fn markdown(
     }
     let _ = write!(
         md,
-        "\nMined {} traces ({split}), {} steps, {} distinct tools: {} closed patterns, {} candidates. Each candidate's flow was replayed through the executor on held-out occurrences.\n\n## Flows, verified first\n\n| # | flow | verdict | exact replays | round trips saved | support | flagged bindings | effects | score |\n|---:|---|---|---:|---:|---:|---:|---|---:|\n",
+        "\nMined {} traces ({split}), {} steps, {} distinct tools: {} closed patterns, {} candidates. Each candidate's flow was replayed through the executor on held-out occurrences.\n",
         outcome.traces,
         outcome.steps,
         outcome.distinct_tools,
         outcome.patterns.len(),
         outcome.candidates.len()
     );
+    md.push_str("\n## Proposals, one per behaviour\n\n| # | behaviour | folded in | verdict |\n|---:|---|---|---|\n");
+    for behaviour in &analysis.behaviours {
+        let Some(rank) = report.iter().position(|e| e.candidate.id == behaviour.lead) else {
+            continue;
+        };
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} |",
+            rank + 1,
+            behaviour.name,
+            folded_words(behaviour),
+            report[rank]
+                .verdict
+                .as_ref()
+                .map_or("not verified", |v| v.status.as_str())
+        );
+    }
+    md.push_str("\n## Every candidate\n\n| # | flow | verdict | exact replays | round trips saved | support | flagged bindings | effects | score |\n|---:|---|---|---:|---:|---:|---:|---|---:|\n");
     for (rank, entry) in report.iter().enumerate() {
         let e = &entry.candidate.evidence;
         let _ = writeln!(
@@ -378,8 +283,11 @@ fn markdown(
             "| {} | `{}` | {} | {} | {} | {} | {} | {} | {:.1} |",
             rank + 1,
             entry.candidate.tools.join(" -> "),
-            entry.verdict.map_or("not verified", |v| v.status.as_str()),
-            entry.verdict.map_or(String::new(), |v| format!(
+            entry
+                .verdict
+                .as_ref()
+                .map_or("not verified", |v| v.status.as_str()),
+            entry.verdict.as_ref().map_or(String::new(), |v| format!(
                 "{}/{}",
                 v.exact_matches, v.occurrences_replayed
             )),
@@ -395,7 +303,7 @@ fn markdown(
         );
     }
     for (rank, entry) in report.iter().enumerate().take(10) {
-        let candidate = entry.candidate;
+        let candidate = &entry.candidate;
         let _ = write!(
             md,
             "\n### {}. `{}`\n\nReplaces {} agent tool calls with one flow call; seen in {} traces ({} occurrences).\n\n",
@@ -405,7 +313,7 @@ fn markdown(
             candidate.evidence.support,
             candidate.evidence.occurrences
         );
-        match (entry.verdict, entry.error) {
+        match (&entry.verdict, &entry.error) {
             (Some(v), _) => {
                 let _ = writeln!(
                     md,
@@ -447,7 +355,7 @@ fn markdown(
                 binding.step,
                 binding.tool_name,
                 binding.field,
-                serde_json::to_string(&binding.source).unwrap_or_default(),
+                binding.source.describe(),
                 binding.confidence
             );
         }

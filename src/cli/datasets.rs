@@ -8,7 +8,7 @@ use anyhow::Context;
 use chainweaver_recorder::synth::{Generator, GeneratorConfig};
 use clap::Subcommand;
 
-use super::output::emit;
+use super::document::emit_document;
 use super::store::open;
 use super::{Global, exit, progress};
 
@@ -103,7 +103,7 @@ pub fn run(command: DatasetsCommand, global: &Global) -> anyhow::Result<u8> {
         File::create(&truth).with_context(|| format!("cannot create {}", truth.display()))?;
     serde_json::to_writer_pretty(BufWriter::new(file), ground_truth)
         .with_context(|| format!("cannot write {}", truth.display()))?;
-    emit(global, ground_truth, || {
+    emit_document(global, ground_truth, || {
         let mut text = format!(
             "generated {} traces, {} steps ({} failed) into {}\nground truth: {}\n",
             ground_truth.traces,

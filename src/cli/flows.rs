@@ -11,7 +11,9 @@ use chainweaver::tool::ToolRegistry;
 
 use chainweaver_recorder::model::candidate::{CandidateStatus, VerdictStatus};
 
-use super::mine::{CANDIDATE_KIND, find_candidate};
+use chainweaver_recorder::workspace::Workspace;
+
+use super::mine::find_candidate;
 use super::run::{lib_failure, load_tools, open_registry};
 use super::store::open_existing;
 use super::verify::check_promotable;
@@ -265,11 +267,7 @@ pub fn run(args: FlowsArgs, global: &Global) -> anyhow::Result<u8> {
                     .map_err(lib_failure)?;
             }
             candidate.status = CandidateStatus::Promoted;
-            store.put_document(
-                CANDIDATE_KIND,
-                &candidate.id,
-                &serde_json::to_value(&candidate)?,
-            )?;
+            store.put_candidate(&candidate)?;
             let evidence = verdict.as_ref().map(|v| {
                 format!(
                     "{}: {}/{} held-out replays exact",

@@ -5,27 +5,22 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::Context;
+use chainweaver::pipeline::{self, MineRequest};
 use chainweaver::verify::Split;
-use chainweaver_analyzer::mine::{
-    ChainAnalyzer, MineConfig, MineOutcome, PatternSummary, sort_candidates,
+use chainweaver_analyzer::mine::{MineConfig, MineOutcome};
+use chainweaver_analyzer::spm::{
+    self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder,
 };
-use chainweaver_analyzer::spm::{self, ContiguousOptions, GappedOptions, SequenceDb};
-use chainweaver_recorder::model::TraceWithSteps;
-use chainweaver_recorder::model::candidate::Candidate;
-use chainweaver_recorder::store::TraceStore;
+use chainweaver_recorder::model::candidate::{Candidate, InferenceSample, VariantKind};
+use chainweaver_recorder::store::{TraceStore, tool_sequences};
+use chainweaver_recorder::workspace::Workspace;
 use clap::Subcommand;
 use serde::Serialize;
 
+use super::document::emit_named;
 use super::output::{Table, emit};
 use super::store::open_existing;
-use super::{Failure, Global, exit, progress};
-
-/// Document kinds in the store.
-pub const PATTERN_KIND: &str = "pattern";
-pub const CANDIDATE_KIND: &str = "candidate";
-pub const VERDICT_KIND: &str = "verdict";
-/// At most this many patterns are kept in the store for browsing.
-const STORED_PATTERNS: usize = 1000;
+use super::{Global, exit, failure, progress};
 
 /// Mine the stored traces for repeated tool sequences, infer where each argument comes from,
 /// and store the best as candidate flows.
@@ -143,112 +138,9 @@ pub enum CandidatesCommand {
     },
 }
 
-/// Load every trace of the store, with a bar.
-pub fn load_traces(store: &dyn TraceStore, global: &Global) -> anyhow::Result<Vec<TraceWithSteps>> {
-    let counts = store.counts()?;
-    let bar = progress::bar(global, counts.traces, "loading traces");
-    let mut traces = Vec::with_capacity(counts.traces as usize);
-    store.for_each_trace(&mut |trace| {
-        traces.push(trace);
-        bar.inc(1);
-        Ok(())
-    })?;
-    bar.finish_and_clear();
-    Ok(traces)
-}
-
-/// What a mining run used and produced.
-pub struct Mined {
-    pub outcome: MineOutcome,
-    /// The traces mining saw.
-    pub mined: Vec<TraceWithSteps>,
-    /// The traces held out for verification.
-    pub held_out: Vec<TraceWithSteps>,
-}
-
-/// Mine the traces `split` leaves to mining and store the outcome: patterns and candidates
-/// replace those of an earlier run; each candidate records the split in its metadata so
-/// `verify` replays only traffic mining did not see.
-pub fn mine_and_store(
-    store: &mut dyn TraceStore,
-    config: MineConfig,
-    split: Split,
-    global: &Global,
-) -> anyhow::Result<Mined> {
-    let traces = load_traces(store, global)?;
-    let (mined, held_out) = split.partition(traces, |t| t.trace.trace_id.as_str());
-    let mut outcome = mine_traces(&mined, held_out.len(), config, global)?;
-    let split_value = serde_json::to_value(split)?;
-    for candidate in &mut outcome.candidates {
-        candidate
-            .metadata
-            .insert("split".into(), split_value.clone());
-    }
-    store_outcome(store, &outcome)?;
-    Ok(Mined {
-        outcome,
-        mined,
-        held_out,
-    })
-}
-
-/// Mine `traces` (nothing stored); `held_out` traces were set aside.
-pub fn mine_traces(
-    traces: &[TraceWithSteps],
-    held_out: usize,
-    config: MineConfig,
-    global: &Global,
-) -> anyhow::Result<MineOutcome> {
-    if traces.is_empty() && held_out > 0 {
-        return Err(Failure {
-            code: exit::FAILED,
-            message: format!(
-                "all {held_out} traces of {} were held out, none is left to mine",
-                global.store.display()
-            ),
-            hint: Some("lower --holdout".into()),
-        }
-        .into());
-    }
-    if traces.is_empty() {
-        return Err(Failure {
-            code: exit::FAILED,
-            message: format!("the store {} holds no traces", global.store.display()),
-            hint: Some("import some first: `chainweaver import FILE`".into()),
-        }
-        .into());
-    }
-    let spinner = progress::bar(global, 0, "mining");
-    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
-    let outcome = ChainAnalyzer::new(config).analyze(traces)?;
-    spinner.finish_and_clear();
-    Ok(outcome)
-}
-
-/// Replace the stored patterns and candidates with `outcome`'s (the verdicts of the old
-/// candidates go too: they judged other flows).
-pub fn store_outcome(store: &mut dyn TraceStore, outcome: &MineOutcome) -> anyhow::Result<()> {
-    for kind in [PATTERN_KIND, CANDIDATE_KIND, VERDICT_KIND] {
-        for (key, _) in store.list_documents(kind)? {
-            store.delete_document(kind, &key)?;
-        }
-    }
-    for (rank, pattern) in outcome.patterns.iter().take(STORED_PATTERNS).enumerate() {
-        let key = format!("{:05}-{}", rank, pattern.tools.join("_then_"));
-        store.put_document(PATTERN_KIND, &key, &serde_json::to_value(pattern)?)?;
-    }
-    for candidate in &outcome.candidates {
-        store.put_document(
-            CANDIDATE_KIND,
-            &candidate.id,
-            &serde_json::to_value(candidate)?,
-        )?;
-    }
-    Ok(())
-}
-
 #[derive(Debug, Serialize)]
 struct CountOnly {
+    schema_version: u32,
     patterns: u64,
     sequences: usize,
     steps: usize,
@@ -261,7 +153,7 @@ fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         Some(path) => SequenceDb::read_spmf(path)?,
         None => {
             let store = open_existing(&global.store)?;
-            ChainAnalyzer::sequence_db(&load_traces(store.as_ref(), global)?)?
+            sequence_db(store.as_ref())?
         }
     };
     let patterns = if args.max_gap.is_none() && !args.any_gap {
@@ -282,6 +174,7 @@ fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         spm::gapped::count(&db, &options)?
     };
     let result = CountOnly {
+        schema_version: super::SCHEMA_VERSION,
         patterns,
         sequences: db.len(),
         steps: db.num_steps(),
@@ -296,27 +189,56 @@ fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+/// The store's tool sequences, one a trace in storage order (traces without steps too, as
+/// before streaming), read from the tool-name stream (no payloads).
+fn sequence_db(store: &dyn TraceStore) -> anyhow::Result<SequenceDb> {
+    let read = tool_sequences(store, &|_| true)?;
+    let mut builder = SequenceDbBuilder::new();
+    for t in 0..read.trace_ids.len() {
+        builder.push_sequence(read.tools(t))?;
+    }
+    Ok(builder.finish())
+}
+
+/// What `mine --format json` prints.
+#[derive(Debug, Serialize)]
+struct MineOutput<'a> {
+    schema_version: u32,
+    split: Split,
+    #[serde(flatten)]
+    outcome: &'a MineOutcome,
+}
+
 pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
     if args.count_only {
         return count_only(&args, global);
     }
     let mut store = open_existing(&global.store)?;
-    let split = Split::Holdout {
-        percent: args.holdout.unwrap_or(0),
+    let request = MineRequest {
+        config: args.config(),
+        split: Split::Holdout {
+            percent: args.holdout.unwrap_or(0),
+        },
     };
-    let mined = mine_and_store(store.as_mut(), args.config(), split, global)?;
-    let outcome = &mined.outcome;
-    emit(global, outcome, || {
+    let bars = progress::Bars::new(global);
+    let outcome = pipeline::mine_store(store.as_mut(), &request, &bars)
+        .map_err(|err| failure::library(err, global))?;
+    let output = MineOutput {
+        schema_version: super::SCHEMA_VERSION,
+        split: request.split,
+        outcome: &outcome,
+    };
+    emit(global, &output, || {
         let mut text = String::new();
-        if !mined.held_out.is_empty() {
+        if outcome.held_out_traces > 0 {
             text.push_str(&format!(
                 "mined {} traces, {} held out for `chainweaver verify` ({})\n",
-                mined.mined.len(),
-                mined.held_out.len(),
-                split.describe()
+                outcome.traces,
+                outcome.held_out_traces,
+                request.split.describe()
             ));
         }
-        text.push_str(&summary_text(outcome));
+        text.push_str(&summary_text(&outcome));
         text
     })?;
     Ok(exit::OK)
@@ -352,6 +274,7 @@ fn candidate_table(candidates: &[Candidate]) -> Table {
         ">flagged",
         "effects",
         ">score",
+        "behaviour",
     ]);
     for (rank, candidate) in candidates.iter().enumerate() {
         let evidence = &candidate.evidence;
@@ -369,59 +292,41 @@ fn candidate_table(candidates: &[Candidate]) -> Table {
                 "side effects".into()
             },
             format!("{:.1}", evidence.score),
+            candidate.behaviour.as_ref().map_or(String::new(), |role| {
+                let lead = candidates
+                    .iter()
+                    .position(|c| c.id == role.lead)
+                    .map_or(String::new(), |at| format!(" of #{}", at + 1));
+                match role.kind {
+                    VariantKind::Lead => "lead".into(),
+                    VariantKind::LoopCount => format!("loop count{lead}"),
+                    VariantKind::FirstStep => format!("first step{lead}"),
+                    VariantKind::Part => format!("part{lead}"),
+                }
+            }),
         ]);
     }
     table
 }
 
-pub fn stored_candidates(store: &dyn TraceStore) -> anyhow::Result<Vec<Candidate>> {
-    let mut candidates = Vec::new();
-    for (key, document) in store.list_documents(CANDIDATE_KIND)? {
-        let candidate: Candidate = serde_json::from_value(document)
-            .with_context(|| format!("stored candidate `{key}` cannot be read"))?;
-        candidates.push(candidate);
-    }
-    sort_candidates(&mut candidates);
-    Ok(candidates)
-}
-
-/// A candidate by id, or by its rank in `candidates list` (1-based).
+/// A stored candidate by id, or by its rank in `candidates list` (1-based).
 pub fn find_candidate(
     store: &dyn TraceStore,
     wanted: &str,
     global: &Global,
 ) -> anyhow::Result<Candidate> {
-    let candidates = stored_candidates(store)?;
-    let by_rank = wanted
-        .parse::<usize>()
-        .ok()
-        .and_then(|rank| rank.checked_sub(1))
-        .and_then(|i| candidates.get(i));
-    let found = by_rank.or_else(|| candidates.iter().find(|c| c.id == wanted));
-    found.cloned().ok_or_else(|| {
-        Failure {
-            code: exit::FAILED,
-            message: format!("no candidate `{wanted}` in {}", global.store.display()),
-            hint: Some(if candidates.is_empty() {
-                "run `chainweaver mine` first".to_string()
-            } else {
-                "`chainweaver candidates list` shows the candidates and their ranks".to_string()
-            }),
-        }
-        .into()
-    })
+    let candidates = store.candidates()?;
+    pipeline::find_candidate(&candidates, wanted)
+        .cloned()
+        .map_err(|err| failure::library(err, global))
 }
 
 pub fn run_patterns(command: PatternsCommand, global: &Global) -> anyhow::Result<u8> {
     let PatternsCommand::List { limit } = command;
     let store = open_existing(&global.store)?;
-    let mut patterns = Vec::new();
-    for (key, document) in store.list_documents(PATTERN_KIND)?.into_iter().take(limit) {
-        let pattern: PatternSummary = serde_json::from_value(document)
-            .with_context(|| format!("stored pattern `{key}` cannot be read"))?;
-        patterns.push(pattern);
-    }
-    emit(global, &patterns, || {
+    let mut patterns = store.patterns()?;
+    patterns.truncate(limit);
+    emit_named(global, "patterns", &patterns, || {
         if patterns.is_empty() {
             return "no patterns stored: run `chainweaver mine`\n".into();
         }
@@ -444,8 +349,8 @@ pub fn run_candidates(command: CandidatesCommand, global: &Global) -> anyhow::Re
     let store = open_existing(&global.store)?;
     match command {
         CandidatesCommand::List => {
-            let candidates = stored_candidates(store.as_ref())?;
-            emit(global, &candidates, || {
+            let candidates = store.candidates()?;
+            emit_named(global, "candidates", &candidates, || {
                 if candidates.is_empty() {
                     "no candidates stored: run `chainweaver mine`\n".into()
                 } else {
@@ -455,7 +360,7 @@ pub fn run_candidates(command: CandidatesCommand, global: &Global) -> anyhow::Re
         }
         CandidatesCommand::Show { candidate } => {
             let candidate = find_candidate(store.as_ref(), &candidate, global)?;
-            emit(global, &candidate, || show_text(&candidate))?;
+            emit_named(global, "candidate", &candidate, || show_text(&candidate))?;
         }
         CandidatesCommand::Export {
             candidate,
@@ -467,7 +372,10 @@ pub fn run_candidates(command: CandidatesCommand, global: &Global) -> anyhow::Re
             match &output {
                 Some(path) => std::fs::write(path, &flow)
                     .with_context(|| format!("cannot write {}", path.display()))?,
-                None => print!("{flow}"),
+                None => {
+                    use std::io::Write as _;
+                    write!(std::io::stdout().lock(), "{flow}")?;
+                }
             }
             if let Some(path) = &tool_schemas {
                 let text = serde_json::to_string_pretty(&candidate.tool_schemas)? + "\n";
@@ -480,25 +388,18 @@ pub fn run_candidates(command: CandidatesCommand, global: &Global) -> anyhow::Re
 }
 
 /// Why a candidate's bindings come from some of its occurrences only.
-fn sample_line(candidate: &Candidate, read: u64) -> String {
-    let unlinked: Vec<String> = candidate
-        .metadata
-        .get("unlinked_in_probe")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(serde_json::Value::as_u64)
-        .map(|step| {
-            let tool = candidate
-                .tools
-                .get(step as usize)
-                .map_or("?", String::as_str);
+fn sample_line(candidate: &Candidate, sample: &InferenceSample) -> String {
+    let unlinked: Vec<String> = sample
+        .unlinked_in_probe
+        .iter()
+        .map(|&step| {
+            let tool = candidate.tools.get(step).map_or("?", String::as_str);
             format!("{step} ({tool})")
         })
         .collect();
     let mut line = format!(
-        "  bindings inferred from {read} of {} occurrences, spread evenly",
-        candidate.evidence.occurrences
+        "  bindings inferred from {} of {} occurrences, spread evenly",
+        sample.read, candidate.evidence.occurrences
     );
     if !unlinked.is_empty() {
         line.push_str(&format!(
@@ -528,12 +429,11 @@ fn show_text(candidate: &Candidate) -> String {
             "may have side effects"
         },
     );
-    if let Some(read) = candidate
-        .metadata
-        .get("sampled_occurrences")
-        .and_then(serde_json::Value::as_u64)
-    {
-        text.push_str(&sample_line(candidate, read));
+    if let Some(sample) = &candidate.sample {
+        text.push_str(&sample_line(candidate, sample));
+    }
+    if let Some(role) = &candidate.behaviour {
+        text.push_str(&format!("  behaviour: {}\n", role.describe()));
     }
     text.push_str("\nbindings:\n");
     let mut table = Table::new(&[">step", "tool", "field", "source", ">confidence", "flag"]);
@@ -547,7 +447,7 @@ fn show_text(candidate: &Candidate) -> String {
             binding.step.to_string(),
             tool,
             binding.field.clone(),
-            serde_json::to_string(&binding.source).unwrap_or_default(),
+            binding.source.describe(),
             format!("{:.2}", binding.confidence),
             binding
                 .flags

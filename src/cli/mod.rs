@@ -11,7 +11,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod analyze;
+mod completions;
 mod datasets;
+mod document;
+mod failure;
 mod import;
 mod mine;
 mod output;
@@ -52,12 +55,9 @@ pub struct Global {
         default_value = "chainweaver.db"
     )]
     pub store: PathBuf,
-    /// How results are printed: `table` for people, `json` for scripts. With `import`, an input
-    /// format name (e.g. `spmf`, `tau-bench`) names the format of the files instead.
-    #[arg(long = "format", global = true, value_name = "FORMAT", default_value = "table", value_parser = parse_format_choice)]
-    pub format_choice: FormatChoice,
-    /// Set from `format_choice`: how results are printed.
-    #[arg(skip = OutputFormat::Table)]
+    /// How results are printed: `table` for people, `json` for scripts (documented field
+    /// names, durations in seconds, a `schema_version`).
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "table", value_parser = parse_output_format)]
     pub format: OutputFormat,
     /// No progress bars.
     #[arg(long, short, global = true)]
@@ -77,27 +77,24 @@ pub enum OutputFormat {
     Json,
 }
 
-/// What `--format` said: an output format, or (for `import`) the input files' format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormatChoice {
-    Output(OutputFormat),
-    Input(chainweaver_recorder::import::ImportFormat),
-}
+/// The version of the JSON documents commands print with `--format json`; it changes when a
+/// field is renamed or removed (new fields may appear without a change).
+pub const SCHEMA_VERSION: u32 = 1;
 
-fn parse_format_choice(text: &str) -> Result<FormatChoice, String> {
+fn parse_output_format(text: &str) -> Result<OutputFormat, String> {
     match text {
-        "table" => Ok(FormatChoice::Output(OutputFormat::Table)),
-        "json" => Ok(FormatChoice::Output(OutputFormat::Json)),
-        other => other.parse().map(FormatChoice::Input).map_err(|_| {
-            let names: Vec<&str> = chainweaver_recorder::import::ImportFormat::ALL
-                .iter()
-                .map(|f| f.name())
-                .collect();
-            format!(
-                "use `table` or `json` (or, with `import`, one of: {})",
-                names.join(", ")
-            )
-        }),
+        "table" => Ok(OutputFormat::Table),
+        "json" => Ok(OutputFormat::Json),
+        other
+            if other
+                .parse::<chainweaver_recorder::import::ImportFormat>()
+                .is_ok() =>
+        {
+            Err(format!(
+                "`{other}` is an input format: name it with --input-format {other}"
+            ))
+        }
+        _ => Err("use `table` or `json`".into()),
     }
 }
 
@@ -134,6 +131,8 @@ pub enum Command {
     Flows(flows::FlowsArgs),
     /// Replay a saved execution result and compare it step by step.
     Replay(replay::ReplayArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
 }
 
 /// A failure the user can act on, with the exit code it maps to and an optional hint.
@@ -162,6 +161,9 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
+        // The reader of the output went away (`| head`): it has what it wanted, so end quietly
+        // and successfully, as a pipeline under `set -o pipefail` expects.
+        Err(err) if output::is_broken_pipe(&err) => ExitCode::from(exit::OK),
         Err(err) => {
             let (code, hint) = match err.downcast_ref::<Failure>() {
                 Some(failure) => (failure.code, failure.hint.clone()),
@@ -184,29 +186,10 @@ impl std::fmt::Display for Failure {
 
 impl std::error::Error for Failure {}
 
-fn run(mut cli: Cli) -> anyhow::Result<u8> {
-    let input_format = match cli.global.format_choice {
-        FormatChoice::Output(format) => {
-            cli.global.format = format;
-            None
-        }
-        FormatChoice::Input(format) => {
-            if !matches!(cli.command, Command::Import(_)) {
-                return Err(Failure {
-                    code: exit::USAGE,
-                    message: format!(
-                        "--format {format} names an input format, which only `import` takes"
-                    ),
-                    hint: Some("use --format table or --format json".into()),
-                }
-                .into());
-            }
-            Some(format)
-        }
-    };
+fn run(cli: Cli) -> anyhow::Result<u8> {
     let global = &cli.global;
     match cli.command {
-        Command::Import(args) => import::run(args, input_format, global),
+        Command::Import(args) => import::run(args, global),
         Command::Analyze(args) => analyze::run(args, global),
         Command::Mine(args) => mine::run_mine(args, global),
         Command::Patterns(command) => mine::run_patterns(command, global),
@@ -219,5 +202,6 @@ fn run(mut cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => run::run(args, global),
         Command::Flows(args) => flows::run(args, global),
         Command::Replay(args) => replay::run(args, global),
+        Command::Completions(args) => completions::run(args),
     }
 }

@@ -1,6 +1,6 @@
 //! Printing results: aligned text tables for people, JSON for scripts.
 
-use std::io::Write;
+use std::io::{self, Write};
 
 use serde::Serialize;
 
@@ -73,7 +73,7 @@ pub fn emit<T: Serialize>(
     value: &T,
     table: impl FnOnce() -> String,
 ) -> anyhow::Result<()> {
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = io::stdout().lock();
     match global.format {
         OutputFormat::Json => {
             serde_json::to_writer_pretty(&mut stdout, value)?;
@@ -82,6 +82,32 @@ pub fn emit<T: Serialize>(
         OutputFormat::Table => write!(stdout, "{}", table())?,
     }
     Ok(())
+}
+
+/// Whether a command failed writing its output to a reader that went away (`... | head -1`).
+///
+/// A broken pipe anywhere in the error's chain counts (store writers wrap their write errors),
+/// except under a library error: there the pipe is one the library talked to, such as a
+/// command tool that closed its stdin, and that is a real failure.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    let from_library = err
+        .chain()
+        .any(|cause| cause.downcast_ref::<chainweaver::Error>().is_some());
+    !from_library && err.chain().any(is_broken_pipe_cause)
+}
+
+fn is_broken_pipe_cause(cause: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(err) = cause.downcast_ref::<io::Error>() {
+        // `io::Error::other(inner)` hides `inner` from the chain: look inside.
+        return err.kind() == io::ErrorKind::BrokenPipe
+            || err
+                .get_ref()
+                .is_some_and(|inner| is_broken_pipe_cause(inner));
+    }
+    cause
+        .downcast_ref::<serde_json::Error>()
+        .and_then(serde_json::Error::io_error_kind)
+        == Some(io::ErrorKind::BrokenPipe)
 }
 
 /// A duration in milliseconds for people: `850ms`, `2.4s`, `3m12s`.
@@ -122,6 +148,41 @@ mod tests {
             table.render(),
             "tool      calls\nget_user      7\nx          1200\n"
         );
+    }
+
+    #[test]
+    fn only_the_commands_own_write_errors_count_as_a_closed_output() {
+        let pipe = || io::Error::from(io::ErrorKind::BrokenPipe);
+        assert!(is_broken_pipe(&anyhow::Error::from(pipe())));
+        assert!(is_broken_pipe(
+            &anyhow::Error::from(pipe()).context("writing")
+        ));
+        let json = || serde_json::to_writer(ClosedPipe, &[1, 2]).unwrap_err();
+        assert!(is_broken_pipe(&anyhow::Error::from(json())));
+        let wrapped = chainweaver::recorder::RecorderError::Io {
+            path: "-".into(),
+            source: io::Error::other(json()),
+        };
+        assert!(is_broken_pipe(&anyhow::Error::from(wrapped)));
+        let other = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert!(!is_broken_pipe(&anyhow::Error::from(other)));
+        let tool = chainweaver::Error::Io {
+            path: "tool".into(),
+            source: pipe(),
+        };
+        assert!(!is_broken_pipe(&anyhow::Error::from(tool)));
+    }
+
+    /// A writer whose reader is gone.
+    struct ClosedPipe;
+
+    impl Write for ClosedPipe {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
     }
 
     #[test]

@@ -42,3 +42,72 @@ pub fn bytes_bar(global: &Global, total: u64, what: &str) -> ProgressBar {
     bar.set_message(what.to_string());
     bar
 }
+
+/// The library's progress reports as bars on standard error (hidden unless a person watches);
+/// notes are printed as lines unless `--quiet` or `--format json`.
+pub struct Bars<'g> {
+    global: &'g Global,
+    current: std::sync::Mutex<Option<ProgressBar>>,
+}
+
+impl<'g> Bars<'g> {
+    pub fn new(global: &'g Global) -> Self {
+        Self {
+            global,
+            current: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn with(&self, f: impl FnOnce(&ProgressBar)) {
+        if let Ok(current) = self.current.lock()
+            && let Some(bar) = current.as_ref()
+        {
+            f(bar);
+        }
+    }
+}
+
+impl chainweaver::pipeline::Progress for Bars<'_> {
+    fn begin(&self, what: &str, total: Option<u64>, unit: chainweaver::pipeline::Unit) {
+        let bar = match unit {
+            chainweaver::pipeline::Unit::Bytes => bytes_bar(self.global, total.unwrap_or(0), what),
+            chainweaver::pipeline::Unit::Items => {
+                let bar = bar(self.global, total.unwrap_or(0), what);
+                if total.is_none() {
+                    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+                }
+                bar
+            }
+        };
+        if let Ok(mut current) = self.current.lock()
+            && let Some(old) = current.replace(bar)
+        {
+            old.finish_and_clear();
+        }
+    }
+
+    fn position(&self, done: u64) {
+        self.with(|bar| bar.set_position(done));
+    }
+
+    fn advance(&self) {
+        self.with(|bar| bar.inc(1));
+    }
+
+    fn end(&self) {
+        if let Ok(mut current) = self.current.lock()
+            && let Some(bar) = current.take()
+        {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn note(&self, text: &str) {
+        if !self.global.quiet && self.global.format == super::OutputFormat::Table {
+            self.with(|bar| bar.suspend(|| eprintln!("{text}")));
+            if self.current.lock().is_ok_and(|c| c.is_none()) {
+                eprintln!("{text}");
+            }
+        }
+    }
+}

@@ -5,14 +5,15 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 
-use chainweaver::executor::{ExecutionResult, FlowExecutor, RunOptions};
+use chainweaver::executor::{FlowExecutor, RunOptions};
 use chainweaver::flow::{compile_flow, load_flow_file, tools_used};
-use chainweaver::replay::ReplayMode;
+use chainweaver::registry::FlowRegistry;
+use chainweaver::replay::{ReplayMode, SavedRun};
 
-use super::run::{lib_failure, load_tools, open_registry, parse_params};
+use super::run::{lib_failure, load_tools, parse_params};
 use super::{Failure, Global, OutputFormat, exit};
 
-/// Replay a saved execution result (from `chainweaver run --save` or `--format json`).
+/// Replay a saved run (from `chainweaver run --save` or `--format json`).
 #[derive(Debug, clap::Args)]
 pub struct ReplayArgs {
     /// The execution result JSON file.
@@ -24,8 +25,8 @@ pub struct ReplayArgs {
     /// Command-tool manifests declaring the flow's tools.
     #[arg(long = "tools", value_name = "MANIFEST")]
     pub tools: Vec<PathBuf>,
-    /// The flow file; without it the flow is looked up in the store by the result's name and
-    /// version.
+    /// The flow file to replay with; without it, the flow saved with the run (`run --save`
+    /// keeps it), else the registered flow of the result's name and version.
     #[arg(long)]
     pub flow: Option<PathBuf>,
     /// Dynamic parameters (`KEY=VALUE`) the original run had; they are never recorded.
@@ -51,24 +52,48 @@ pub fn run(args: ReplayArgs, global: &Global) -> anyhow::Result<u8> {
     };
     let text = std::fs::read_to_string(&args.result)
         .with_context(|| format!("reading {}", args.result.display()))?;
-    let recorded: ExecutionResult = serde_json::from_str(&text).map_err(|err| Failure {
+    let saved = SavedRun::from_json(&text).map_err(|err| Failure {
         code: exit::FAILED,
         message: format!(
-            "[invalid_result_file] {}:{}: not an execution result: {err}",
+            "[invalid_result_file] {}{}: not an execution result: {err}",
             args.result.display(),
-            err.line()
+            if err.line() > 0 {
+                format!(":{}", err.line())
+            } else {
+                String::new()
+            }
         ),
         hint: Some("save one with `chainweaver run FLOW --save RESULT.json`".into()),
     })?;
+    let recorded = &saved.result;
     let tools = load_tools(&args.tools)?;
-    let flow = match &args.flow {
-        Some(path) => load_flow_file(path).map_err(lib_failure)?,
-        None => open_registry(global)?
-            .resolve(&recorded.flow_name, recorded.flow_version.as_deref())
-            .map_err(lib_failure)?
-            .definition
-            .clone(),
+    let given = match &args.flow {
+        Some(path) => Some(load_flow_file(path).map_err(lib_failure)?),
+        None => None,
     };
+    let registry = || -> chainweaver::Result<FlowRegistry> {
+        // A missing store registers nothing; looking there must not create one.
+        if !global.store.exists() {
+            return Ok(FlowRegistry::new());
+        }
+        let store = chainweaver::recorder::store::open_store(&global.store)?;
+        FlowRegistry::open(store)
+    };
+    let (flow, source) = saved
+        .flow_for_replay(given, registry)
+        .map_err(|err| match err {
+            chainweaver::Error::Replay { .. } => Failure {
+                code: exit::FAILED,
+                message: format!("[{}] {}: {err}", err.code(), args.result.display()),
+                hint: Some(format!(
+                    "pass the flow file it ran with --flow FILE, or register it in {} with \
+                     `chainweaver flows register FILE`",
+                    global.store.display()
+                )),
+            }
+            .into(),
+            other => lib_failure(other),
+        })?;
     compile_flow(&flow, &tools)
         .into_result()
         .map_err(lib_failure)?;
@@ -94,7 +119,7 @@ pub fn run(args: ReplayArgs, global: &Global) -> anyhow::Result<u8> {
     };
     let executor = FlowExecutor::new(tools);
     let report = executor
-        .replay_flow(&flow, &recorded, mode, &options)
+        .replay_flow(&flow, recorded, mode, &options)
         .map_err(lib_failure)?;
     let mut out = std::io::stdout().lock();
     if global.format == OutputFormat::Json {
@@ -109,8 +134,11 @@ pub fn run(args: ReplayArgs, global: &Global) -> anyhow::Result<u8> {
         };
         writeln!(
             out,
-            "replay ({mode}) of trace {}: {verdict}; {} recorded steps, {} replayed",
+            "replay ({mode}) of trace {}, flow {} {} ({source}): {verdict}; {} recorded steps, \
+             {} replayed",
             report.recorded_trace_id,
+            flow.name(),
+            flow.version(),
             recorded.execution_log.len(),
             report.replay.execution_log.len()
         )?;

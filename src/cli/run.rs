@@ -7,10 +7,11 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use serde_json::{Map, Value};
 
-use chainweaver::executor::{ExecutionResult, FileCheckpoints, FlowExecutor, RunOptions};
+use chainweaver::executor::{FileCheckpoints, FlowExecutor, RunOptions};
 use chainweaver::flow::{compile_flow, load_flow_file};
 use chainweaver::recorder::model::flow::FlowDefinition;
 use chainweaver::registry::FlowRegistry;
+use chainweaver::replay::SavedRun;
 use chainweaver::tool::ToolRegistry;
 use chainweaver::tool::command::load_manifest;
 
@@ -41,7 +42,8 @@ pub struct RunArgs {
     /// Resume the run with this trace id from `--checkpoint-dir`.
     #[arg(long, value_name = "TRACE_ID", requires = "checkpoint_dir")]
     pub resume: Option<String>,
-    /// Also write the execution result (JSON) to this file, e.g. for `chainweaver replay`.
+    /// Also write the execution result and the flow that ran (JSON) to this file, for
+    /// `chainweaver replay`.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Also store the run as a trace (source `flow`) in the store.
@@ -164,13 +166,15 @@ pub(crate) fn open_registry(global: &Global) -> anyhow::Result<FlowRegistry> {
     FlowRegistry::open(store).map_err(lib_failure)
 }
 
-fn write_result(result: &ExecutionResult, global: &Global) -> anyhow::Result<()> {
+/// Print the run: a summary for people, or with `--format json` the saved run `--save` writes.
+fn write_result(saved: &SavedRun, global: &Global) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if global.format == OutputFormat::Json {
-        serde_json::to_writer_pretty(&mut out, result)?;
+        serde_json::to_writer_pretty(&mut out, saved)?;
         writeln!(out)?;
         return Ok(());
     }
+    let result = &saved.result;
     writeln!(
         out,
         "flow {} ({}): {} in {:.1} ms, trace {}",
@@ -234,8 +238,11 @@ pub fn run(args: RunArgs, global: &Global) -> anyhow::Result<u8> {
         None => executor.execute(&flow, input, &options),
     }
     .map_err(lib_failure)?;
+    // The flow goes with the result, so `replay` needs neither the flow file nor a registry.
+    let saved = SavedRun::new(result, flow);
+    let result = &saved.result;
     if let Some(path) = &args.save {
-        let text = serde_json::to_string_pretty(&result)?;
+        let text = serde_json::to_string_pretty(&saved)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     if args.record {
@@ -250,7 +257,7 @@ pub fn run(args: RunArgs, global: &Global) -> anyhow::Result<u8> {
             )
         })?;
     }
-    write_result(&result, global)?;
+    write_result(&saved, global)?;
     Ok(if result.success {
         exit::OK
     } else {

@@ -10,7 +10,8 @@ use chainweaver_recorder::stats::tool_stats;
 use chainweaver_recorder::store::{self, PageRequest, TraceFilter, TraceSort};
 use clap::{Subcommand, ValueEnum};
 
-use super::output::{Table, emit, human_ms, one_line};
+use super::document::{emit_document, emit_named};
+use super::output::{Table, human_ms, one_line};
 use super::store::{open, open_existing, parse_time};
 use super::{Failure, Global, exit, progress};
 
@@ -38,7 +39,8 @@ pub enum TracesCommand {
         /// The trace id (see `traces list`).
         trace_id: String,
     },
-    /// Per-tool statistics: calls, traces, error rate, latency p50/p95/p99.
+    /// Per-tool statistics: calls, traces, error rate, latency p50/p95/p99 (interpolated
+    /// linearly between the two nearest ranks; the TUI's Tools view shows the same figures).
     Stats {
         #[command(flatten)]
         filter: FilterArgs,
@@ -146,7 +148,7 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
                 descending: desc,
             };
             let listing = store.list_traces(&filter.filter(), &page)?;
-            emit(global, &listing, || {
+            emit_document(global, &listing, || {
                 let mut table = Table::new(&[
                     "trace",
                     "source",
@@ -187,7 +189,7 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
                 }
                 .into());
             };
-            emit(global, &trace, || {
+            emit_document(global, &trace, || {
                 let mut text = format!(
                     "trace {}  source {}  steps {}\n",
                     trace.trace.trace_id,
@@ -224,7 +226,7 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
             let store = open_existing(&global.store)?;
             let columns = store.step_columns(&filter.filter())?;
             let stats = tool_stats(&columns)?;
-            emit(global, &stats, || {
+            emit_named(global, "tools", &stats, || {
                 let mut table = Table::new(&[
                     "tool", ">calls", ">traces", ">errors", ">error%", ">p50", ">p95", ">p99",
                 ]);
@@ -271,7 +273,7 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
                 .with_context(|| format!("cannot write {}", output.display()))?;
             bar.finish_and_clear();
             if output.as_os_str() != "-" {
-                emit(
+                emit_document(
                     global,
                     &serde_json::json!({"traces": written, "output": output}),
                     || format!("exported {written} traces to {}\n", output.display()),
@@ -290,7 +292,7 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
                 bar.inc(steps)
             })?;
             bar.finish_and_clear();
-            emit(global, &written, || {
+            emit_document(global, &written, || {
                 format!(
                     "copied {} traces and {} steps from {} to {} ({} steps were already there)\n",
                     written.traces,

@@ -8,8 +8,9 @@ use super::{Failure, Global, exit};
 
 /// Browse the store in the terminal: traces (filter with `/`, e.g.
 /// `tool=get_order_details error dur>2s`), a trace's steps as a waterfall with their JSON,
-/// per-tool statistics, patterns and candidates. `?` lists every key. It reads the store and
-/// never runs tools.
+/// per-tool statistics, patterns, and candidates with their bindings, verdicts and replay
+/// differences (Enter on a difference opens its trace). `?` lists every key. It reads the store
+/// and never runs tools.
 #[derive(Debug, clap::Args)]
 pub struct TuiArgs {
     /// Draw with ASCII only (also: CHAINWEAVER_ASCII=1).

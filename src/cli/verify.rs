@@ -3,23 +3,21 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
-use chainweaver::verify::{
-    Cassette, HeldOut, IgnorePaths, Split, ToolSource, Verifier, VerifyOptions,
-};
-use chainweaver_recorder::model::TraceWithSteps;
+use chainweaver::pipeline::{self, Checked, ReplayTools, VerifyRequest};
+use chainweaver::verify::{IgnorePaths, VerifyOptions};
 use chainweaver_recorder::model::candidate::{
     Candidate, Verdict, VerdictStatus, VerdictThresholds,
 };
 use chainweaver_recorder::store::TraceStore;
+use chainweaver_recorder::workspace::Workspace;
 use clap::Subcommand;
-use serde::Serialize;
 
-use super::mine::{VERDICT_KIND, find_candidate, load_traces, stored_candidates};
-use super::output::{Table, emit, one_line};
+use super::document::emit_named;
+use super::mine::find_candidate;
+use super::output::{Table, one_line};
 use super::run::load_tools;
 use super::store::open_existing;
-use super::{Failure, Global, exit, progress};
+use super::{Failure, Global, exit, failure, progress};
 
 /// How candidates are replayed and judged (shared by `verify` and `analyze`).
 #[derive(Debug, Clone, clap::Args)]
@@ -84,25 +82,25 @@ impl VerifyFlags {
         })
     }
 
-    /// The tools replays use: the manifest's (live) or a cassette of every trace (recorded).
-    pub fn source<'a>(
-        &self,
-        traces: impl IntoIterator<Item = &'a TraceWithSteps>,
-    ) -> anyhow::Result<ToolSource> {
+    /// The request these flags describe (the candidates and split are the caller's).
+    pub fn request(&self) -> anyhow::Result<VerifyRequest> {
         let ignore = IgnorePaths::parse(&self.ignore).map_err(|err| Failure {
             code: exit::USAGE,
             message: err.to_string(),
             hint: None,
         })?;
-        Ok(match &self.live {
-            Some(manifest) => ToolSource::Live {
+        let tools = match &self.live {
+            Some(manifest) => ReplayTools::Live {
                 tools: load_tools(std::slice::from_ref(manifest))?,
                 allow_side_effects: self.allow_side_effects,
-                ignore,
             },
-            None => {
-                ToolSource::Recorded(std::sync::Arc::new(Cassette::from_traces(traces, ignore)))
-            }
+            None => ReplayTools::Recorded,
+        };
+        Ok(VerifyRequest {
+            options: self.options()?,
+            tools,
+            ignore,
+            ..VerifyRequest::default()
         })
     }
 }
@@ -135,76 +133,6 @@ pub enum VerdictsCommand {
         /// A candidate id, or its rank in `candidates list`.
         candidate: String,
     },
-}
-
-/// One candidate's verification: its verdict, or why it could not be verified.
-#[derive(Debug, Serialize)]
-pub struct Checked {
-    pub candidate: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub verdict: Option<Verdict>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The split a candidate was mined with (its metadata), unless overridden.
-pub fn split_of(candidate: &Candidate, holdout: Option<u8>) -> Split {
-    if let Some(percent) = holdout {
-        return Split::Holdout { percent };
-    }
-    candidate
-        .metadata
-        .get("split")
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-        .unwrap_or_default()
-}
-
-/// Verify `jobs` (each with its held-out traces), store every verdict (one write each, so an
-/// interrupted run leaves whole verdicts), and return the outcome per candidate.
-pub fn verify_and_store(
-    store: &mut dyn TraceStore,
-    verifier: &Verifier,
-    jobs: &[(&Candidate, &HeldOut<'_>)],
-    global: &Global,
-) -> anyhow::Result<Vec<Checked>> {
-    let bar = progress::bar(global, jobs.len() as u64, "verifying");
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let results = verifier.verify_many(jobs, threads, &|| bar.inc(1));
-    bar.finish_and_clear();
-    let mut checked = Vec::with_capacity(jobs.len());
-    for ((candidate, held_out), result) in jobs.iter().zip(results) {
-        match result {
-            Ok(mut verdict) => {
-                if held_out.is_empty() {
-                    verdict.reason = format!(
-                        "{}; no held-out traffic: the candidate was mined from every trace (mine with --holdout 20, or run `analyze`)",
-                        verdict.reason
-                    );
-                }
-                checked.push(store_verdict(store, verdict)?);
-            }
-            Err(err) => checked.push(Checked {
-                candidate: candidate.id.clone(),
-                verdict: None,
-                error: Some(err.to_string()),
-            }),
-        }
-    }
-    Ok(checked)
-}
-
-/// Store a verdict (one write, under its candidate's id) and report it.
-pub fn store_verdict(store: &mut dyn TraceStore, verdict: Verdict) -> anyhow::Result<Checked> {
-    store.put_document(
-        VERDICT_KIND,
-        &verdict.candidate_id,
-        &serde_json::to_value(&verdict)?,
-    )?;
-    Ok(Checked {
-        candidate: verdict.candidate_id.clone(),
-        verdict: Some(verdict),
-        error: None,
-    })
 }
 
 /// The table `verify` and `analyze` print, one row a candidate.
@@ -250,61 +178,16 @@ pub fn checked_table(checked: &[Checked]) -> String {
 }
 
 pub fn run_verify(args: VerifyArgs, global: &Global) -> anyhow::Result<u8> {
-    let options = args.flags.options()?;
     let mut store = open_existing(&global.store)?;
-    let candidates = if args.candidates.is_empty() {
-        stored_candidates(store.as_ref())?
-    } else {
-        args.candidates
-            .iter()
-            .map(|wanted| find_candidate(store.as_ref(), wanted, global))
-            .collect::<anyhow::Result<Vec<_>>>()?
+    let request = VerifyRequest {
+        candidates: args.candidates,
+        holdout: args.holdout,
+        ..args.flags.request()?
     };
-    if candidates.is_empty() {
-        return Err(Failure {
-            code: exit::FAILED,
-            message: format!("no candidates in {} to verify", global.store.display()),
-            hint: Some(
-                "`chainweaver analyze FILE` imports, mines and verifies in one go; or `chainweaver mine --holdout 20` first".into(),
-            ),
-        }
-        .into());
-    }
-    let traces = load_traces(store.as_ref(), global)?;
-    let source = args.flags.source(&traces)?;
-    let verifier = Verifier::new(source, options);
-    // One indexed held-out set per distinct split.
-    let splits: Vec<Split> = candidates
-        .iter()
-        .map(|candidate| split_of(candidate, args.holdout))
-        .collect();
-    let mut distinct: Vec<Split> = Vec::new();
-    for split in &splits {
-        if !distinct.contains(split) {
-            distinct.push(*split);
-        }
-    }
-    let held_outs: Vec<HeldOut<'_>> = distinct
-        .iter()
-        .map(|split| {
-            HeldOut::new(
-                traces
-                    .iter()
-                    .filter(|t| split.is_holdout(&t.trace.trace_id))
-                    .collect(),
-            )
-        })
-        .collect();
-    let jobs: Vec<(&Candidate, &HeldOut<'_>)> = candidates
-        .iter()
-        .zip(&splits)
-        .map(|(candidate, split)| {
-            let at = distinct.iter().position(|d| d == split).unwrap_or(0);
-            (candidate, &held_outs[at])
-        })
-        .collect();
-    let checked = verify_and_store(store.as_mut(), &verifier, &jobs, global)?;
-    emit(global, &checked, || checked_table(&checked))?;
+    let bars = progress::Bars::new(global);
+    let checked = pipeline::verify_store(store.as_mut(), &request, &bars)
+        .map_err(|err| failure::library(err, global))?;
+    emit_named(global, "verified", &checked, || checked_table(&checked))?;
     Ok(if checked.iter().any(|c| c.error.is_some()) {
         exit::FAILED
     } else {
@@ -312,29 +195,12 @@ pub fn run_verify(args: VerifyArgs, global: &Global) -> anyhow::Result<u8> {
     })
 }
 
-/// Every stored verdict, verified first, then by exact share.
-pub fn stored_verdicts(store: &dyn TraceStore) -> anyhow::Result<Vec<Verdict>> {
-    let mut verdicts = Vec::new();
-    for (key, document) in store.list_documents(VERDICT_KIND)? {
-        let verdict: Verdict = serde_json::from_value(document)
-            .with_context(|| format!("stored verdict `{key}` cannot be read"))?;
-        verdicts.push(verdict);
-    }
-    verdicts.sort_by(|a, b| {
-        a.status
-            .cmp(&b.status)
-            .then(b.exact_rate.total_cmp(&a.exact_rate))
-            .then_with(|| a.candidate_id.cmp(&b.candidate_id))
-    });
-    Ok(verdicts)
-}
-
 pub fn run_verdicts(command: VerdictsCommand, global: &Global) -> anyhow::Result<u8> {
     let store = open_existing(&global.store)?;
     match command {
         VerdictsCommand::List => {
-            let verdicts = stored_verdicts(store.as_ref())?;
-            emit(global, &verdicts, || {
+            let verdicts = store.verdicts()?;
+            emit_named(global, "verdicts", &verdicts, || {
                 if verdicts.is_empty() {
                     return "no verdicts stored: run `chainweaver verify`\n".into();
                 }
@@ -355,7 +221,7 @@ pub fn run_verdicts(command: VerdictsCommand, global: &Global) -> anyhow::Result
             let id = find_candidate(store.as_ref(), &candidate, global)
                 .map(|c| c.id)
                 .unwrap_or(candidate);
-            let Some(document) = store.get_document(VERDICT_KIND, &id)? else {
+            let Some(verdict) = store.verdict(&id)? else {
                 return Err(Failure {
                     code: exit::FAILED,
                     message: format!("no verdict for `{id}` in {}", global.store.display()),
@@ -363,9 +229,7 @@ pub fn run_verdicts(command: VerdictsCommand, global: &Global) -> anyhow::Result
                 }
                 .into());
             };
-            let verdict: Verdict = serde_json::from_value(document)
-                .with_context(|| format!("stored verdict `{id}` cannot be read"))?;
-            emit(global, &verdict, || verdict_text(&verdict))?;
+            emit_named(global, "verdict", &verdict, || verdict_text(&verdict))?;
         }
     }
     Ok(exit::OK)
@@ -414,11 +278,7 @@ pub fn check_promotable(
     candidate: &Candidate,
     force: bool,
 ) -> anyhow::Result<Option<Verdict>> {
-    let verdict: Option<Verdict> = store
-        .get_document(VERDICT_KIND, &candidate.id)?
-        .map(serde_json::from_value)
-        .transpose()
-        .with_context(|| format!("stored verdict `{}` cannot be read", candidate.id))?;
+    let verdict = store.verdict(&candidate.id)?;
     let verified = verdict
         .as_ref()
         .is_some_and(|v| v.status == VerdictStatus::Verified);

@@ -1,11 +1,12 @@
-//! Checkpoints: the state of a run after each completed step, so a crashed run resumes without
-//! running completed steps again.
+//! Checkpoints: the state of a run after each completed step (and each completed iteration of a
+//! map step), so a crashed run resumes without running completed steps or iterations again.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use chainweaver_recorder::model::Timestamp;
 
@@ -21,6 +22,17 @@ pub struct CompletedStep {
     pub merged: JsonObject,
 }
 
+/// One completed iteration of a map step that has not completed as a whole yet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletedIteration {
+    pub step_index: usize,
+    /// The element index in the step's list.
+    pub iteration: usize,
+    /// The iteration's result slot: its output after `output_mapping`, or `null` for a failure
+    /// `on_error: skip` let through.
+    pub slot: Value,
+}
+
 /// A run's progress. Dynamic parameters are not in it: pass them again to resume.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Checkpoint {
@@ -31,8 +43,12 @@ pub struct Checkpoint {
     pub initial_input: JsonObject,
     /// Completed steps in completion order.
     pub completed: Vec<CompletedStep>,
-    /// Their records (same order).
+    /// Their records (same order), and those of the iterations in `iterations`.
     pub records: Vec<StepRecord>,
+    /// Completed iterations of map steps not completed yet: a resumed run runs only the
+    /// other iterations of such a step. Empty (and absent from the JSON) outside map steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iterations: Vec<CompletedIteration>,
 }
 
 /// Where checkpoints go. Implementations must make `save` atomic: a crash during a save leaves

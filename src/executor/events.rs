@@ -25,6 +25,9 @@ pub enum FlowEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         step_id: Option<String>,
         tool_name: String,
+        /// A map step's iteration: the element index this call runs for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        iteration: Option<usize>,
     },
     StepEnd {
         trace_id: String,

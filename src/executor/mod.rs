@@ -14,10 +14,11 @@
 pub mod cache;
 pub mod checkpoint;
 pub mod events;
+mod map;
 pub mod record;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -30,14 +31,15 @@ use chainweaver_recorder::model::Timestamp;
 use chainweaver_recorder::model::flow::{FlowDefinition, FlowStep, OnError};
 
 use crate::error::{Error, Result};
-use crate::flow::mapping::{Source, build_input, mapped_outputs};
+use crate::flow::mapping::{Source, build_input, mapped_outputs, output_mapped};
 use crate::flow::{compile_flow, flow_input_schema, levels, step_views};
 use crate::registry::FlowRegistry;
 use crate::tool::{JsonObject, Tool, ToolRegistry};
 
 pub use cache::StepCache;
 pub use checkpoint::{
-    Checkpoint, CheckpointSink, CompletedStep, FileCheckpoints, MemoryCheckpoints,
+    Checkpoint, CheckpointSink, CompletedIteration, CompletedStep, FileCheckpoints,
+    MemoryCheckpoints,
 };
 pub use events::{EventSender, FlowEvent, FlowEventStream};
 pub use record::{ExecutionResult, StepRecord};
@@ -107,11 +109,20 @@ pub struct RunOptions {
     pub dynamic_params: JsonObject,
 }
 
-/// One step's result inside the core.
+/// One step's result inside the core: its records (a map step has one per iteration).
 struct StepOutcome {
-    record: StepRecord,
+    records: Vec<StepRecord>,
     merge: Option<JsonObject>,
     /// The flow must stop.
+    fatal: bool,
+}
+
+/// One tool call's result (a step, or one iteration of a map step).
+struct CallOutcome {
+    record: StepRecord,
+    /// What the call contributes: the step's merge, or an iteration's mapped output (`None`
+    /// when fatal, empty for a failure `on_error: skip` let through).
+    merge: Option<JsonObject>,
     fatal: bool,
 }
 
@@ -119,6 +130,24 @@ struct StepOutcome {
 struct Progress {
     completed: Vec<CompletedStep>,
     records: Vec<StepRecord>,
+    /// Completed iterations of map steps still running.
+    iterations: Vec<CompletedIteration>,
+}
+
+impl Progress {
+    /// The checkpoint of this progress.
+    fn snapshot(&self, run: &Run<'_>) -> Checkpoint {
+        Checkpoint {
+            flow_name: run.flow.name().to_string(),
+            flow_version: run.flow.version().to_string(),
+            trace_id: run.trace_id.clone(),
+            started_at: run.started_at,
+            initial_input: run.input.clone(),
+            completed: self.completed.clone(),
+            records: self.records.clone(),
+            iterations: self.iterations.clone(),
+        }
+    }
 }
 
 /// A step to run and its DAG id.
@@ -418,7 +447,8 @@ impl FlowExecutor {
         })
     }
 
-    /// The one core every API goes through.
+    /// The one core every API goes through: plan, check the input, restore what a resumed run
+    /// completed, run the levels, then order the log and answer.
     async fn run_core(
         &self,
         flow: &FlowDefinition,
@@ -428,193 +458,143 @@ impl FlowExecutor {
         events: Option<&EventSender>,
     ) -> Result<ExecutionResult> {
         let plan = self.plan(flow)?;
+        let mut run = self.start_run(flow, input, options, resume.as_ref(), events);
+        if resume.is_none()
+            && let Some(schema) = flow_input_schema(flow)
+            && let Err(err) = self.validate_flow_input(flow, schema, &run.input)
+        {
+            let record = input_failure_record(flow, &err, &run.secrets, &run.input);
+            run.emit(|| FlowEvent::StepEnd {
+                trace_id: run.trace_id.clone(),
+                record: Box::new(record.clone()),
+            });
+            return Ok(run.finish(false, None, vec![record]));
+        }
+        let (completed, mut records, iterations) = match resume {
+            Some(checkpoint) => (
+                checkpoint.completed,
+                checkpoint.records,
+                checkpoint.iterations,
+            ),
+            None => (Vec::new(), Vec::with_capacity(plan.steps.len()), Vec::new()),
+        };
+        let mut context = initial_context(&run.input, options, &plan, &completed);
+        let done: HashSet<usize> = completed.iter().map(|c| c.step_index).collect();
+        run.restored = map::restored_iterations(&iterations, &done);
+        // Only kept when checkpoints are saved: the resumable state so far.
+        let saving = self.checkpoints.is_some();
+        let progress = Mutex::new(Progress {
+            completed,
+            records: if saving { records.clone() } else { Vec::new() },
+            iterations: if saving { iterations } else { Vec::new() },
+        });
+        let failed = self
+            .run_levels(&plan, &run, &progress, &done, &mut context, &mut records)
+            .await;
+        order_log(&plan, &mut records);
+        if !failed && let Some(sink) = &self.checkpoints {
+            sink.clear(&run.trace_id)?;
+        }
+        let final_output = if failed {
+            None
+        } else {
+            Some(run.secrets.redact_context(context))
+        };
+        Ok(run.finish(!failed, final_output, records))
+    }
+
+    /// A run's identity (a resumed run keeps its own) and secrets, announced as the flow's start.
+    fn start_run<'a>(
+        &self,
+        flow: &'a FlowDefinition,
+        input: JsonObject,
+        options: &RunOptions,
+        resume: Option<&Checkpoint>,
+        events: Option<&'a EventSender>,
+    ) -> Run<'a> {
         let clock = Instant::now();
-        let (trace_id, started_at) = match &resume {
+        let (trace_id, started_at) = match resume {
             Some(checkpoint) => (checkpoint.trace_id.clone(), checkpoint.started_at),
             None => {
                 let now = Utc::now();
                 ((self.ids)(flow.name(), now), now)
             }
         };
-        let emit = |make: &dyn Fn() -> FlowEvent| {
-            if let Some(events) = events {
-                let _ = events.send(make());
-            }
-        };
-        emit(&|| FlowEvent::FlowStart {
+        emit(events, || FlowEvent::FlowStart {
             trace_id: trace_id.clone(),
             flow_name: flow.name().to_string(),
             flow_version: flow.version().to_string(),
             started_at,
             resumed: resume.is_some(),
         });
-        let secrets = Secrets::new(&options.dynamic_params);
-        let finish = |success: bool,
-                      final_output: Option<JsonObject>,
-                      log: Vec<StepRecord>,
-                      input: JsonObject| {
-            let ended_at = Utc::now();
-            let result = ExecutionResult {
-                flow_name: flow.name().to_string(),
-                flow_version: Some(flow.version().to_string()),
-                success,
-                final_output,
-                execution_log: log,
-                trace_id: trace_id.clone(),
-                started_at,
-                ended_at,
-                total_duration_ms: millis(clock.elapsed()),
-                initial_input: Some(input),
-            };
-            emit(&|| FlowEvent::FlowEnd {
-                trace_id: trace_id.clone(),
-                success,
-                result: Box::new(result.clone()),
-            });
-            result
-        };
+        Run {
+            flow,
+            trace_id,
+            started_at,
+            clock,
+            events,
+            secrets: Secrets::new(&options.dynamic_params),
+            input,
+            restored: HashMap::new(),
+        }
+    }
 
-        if resume.is_none()
-            && let Some(schema) = flow_input_schema(flow)
-            && let Err(err) = self.validate_flow_input(flow, schema, &input)
-        {
-            let now = Utc::now();
-            let record = StepRecord {
-                step_index: -1,
-                step_id: None,
-                tool_name: format!("<{} input>", flow.name()),
-                inputs: secrets.redact_object(&input),
-                outputs: None,
-                error_type: Some(err.type_name()),
-                error_message: Some(err.to_string()),
-                success: false,
-                started_at: now,
-                ended_at: now,
-                duration_ms: 0.0,
-                fallback_used: false,
-                fallback_tool_name: None,
-                error_code: Some(err.code().to_string()),
-                attempts: 0,
-                cache_hit: false,
-                skipped: false,
-            };
-            emit(&|| FlowEvent::StepEnd {
-                trace_id: trace_id.clone(),
-                record: Box::new(record.clone()),
-            });
-            return Ok(finish(false, None, vec![record], input));
-        }
-
-        // The context: initial input, then dynamic parameters, then what completed steps merged.
-        let mut context = input.clone();
-        for (key, value) in &options.dynamic_params {
-            context.insert(key.clone(), value.clone());
-        }
-        let (completed, mut records) = match resume {
-            Some(checkpoint) => (checkpoint.completed, checkpoint.records),
-            None => (Vec::new(), Vec::with_capacity(plan.steps.len())),
-        };
-        let done: HashSet<usize> = completed.iter().map(|c| c.step_index).collect();
-        // Replay merges in flow order (level, then declaration) as the original run did.
-        if !completed.is_empty() {
-            for level in &plan.levels {
-                for &index in level {
-                    if let Some(step) = completed.iter().find(|c| c.step_index == index) {
-                        merge_into(&mut context, step.merged.clone());
-                    }
-                }
-            }
-        }
-        // Only kept when checkpoints are saved: the resumable state so far.
-        let progress = Mutex::new(Progress {
-            completed,
-            records: if self.checkpoints.is_some() {
-                records.clone()
-            } else {
-                Vec::new()
-            },
-        });
+    /// Run the levels in order, the steps of a level concurrently (those not `done` already),
+    /// merging their outputs into `context` and their records into `records`; stops after a
+    /// level with a fatal failure. True when one failed.
+    async fn run_levels(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        progress: &Mutex<Progress>,
+        done: &HashSet<usize>,
+        context: &mut JsonObject,
+        records: &mut Vec<StepRecord>,
+    ) -> bool {
         let mut failed = false;
         for level in &plan.levels {
             let offload = level.iter().filter(|i| !done.contains(i)).count() > 1;
             let outcomes: Vec<StepOutcome> = if offload {
-                let futures = level.iter().filter(|i| !done.contains(i)).map(|&index| {
-                    let context = &context;
-                    let plan = &plan;
-                    let secrets = &secrets;
-                    let progress = &progress;
-                    let trace_id = &trace_id;
-                    let input = &input;
-                    async move {
+                let context: &JsonObject = context;
+                let futures = level
+                    .iter()
+                    .filter(|i| !done.contains(i))
+                    .map(|&index| async move {
                         let outcome = self
-                            .run_step(plan, index, context, true, secrets, trace_id, events)
+                            .run_step(plan, run, progress, index, context, true)
                             .await;
-                        self.save_progress(
-                            flow, trace_id, started_at, input, progress, index, &outcome,
-                        );
+                        self.save_progress(run, progress, index, &outcome);
                         outcome
-                    }
-                });
+                    });
                 futures::future::join_all(futures).await
             } else if let Some(&index) = level.iter().find(|i| !done.contains(i)) {
                 let outcome = self
-                    .run_step(&plan, index, &context, false, &secrets, &trace_id, events)
+                    .run_step(plan, run, progress, index, context, false)
                     .await;
-                self.save_progress(
-                    flow, &trace_id, started_at, &input, &progress, index, &outcome,
-                );
+                self.save_progress(run, progress, index, &outcome);
                 vec![outcome]
             } else {
                 continue;
             };
             for outcome in outcomes {
                 if let Some(merge) = outcome.merge {
-                    merge_into(&mut context, merge);
+                    merge_into(context, merge);
                 }
                 failed |= outcome.fatal;
-                records.push(outcome.record);
+                records.extend(outcome.records);
             }
             if failed {
                 break;
             }
         }
-        // Log order: flow order (level, then declaration), whatever order steps finished in.
-        if plan.is_dag {
-            let mut position = vec![0; plan.steps.len()];
-            let mut next = 0;
-            for level in &plan.levels {
-                for &index in level {
-                    position[index] = next;
-                    next += 1;
-                }
-            }
-            records.sort_by_key(|r| {
-                usize::try_from(r.step_index)
-                    .map(|i| position.get(i).copied().unwrap_or(i))
-                    .unwrap_or(0)
-            });
-        } else {
-            records.sort_by_key(|r| r.step_index);
-        }
-        if !failed && let Some(sink) = &self.checkpoints {
-            sink.clear(&trace_id)?;
-        }
-        let final_output = if failed {
-            None
-        } else {
-            Some(secrets.redact_context(context))
-        };
-        Ok(finish(!failed, final_output, records, input))
+        failed
     }
 
     /// Record a finished step in the resumable state and save a checkpoint (when a sink is set).
-    #[allow(clippy::too_many_arguments)]
+    /// A map step's iteration records are already there (each went in as it completed).
     fn save_progress(
         &self,
-        flow: &FlowDefinition,
-        trace_id: &str,
-        started_at: Timestamp,
-        input: &JsonObject,
+        run: &Run<'_>,
         progress: &Mutex<Progress>,
         index: usize,
         outcome: &StepOutcome,
@@ -627,68 +607,75 @@ impl FlowExecutor {
             let Ok(mut progress) = progress.lock() else {
                 return;
             };
-            progress.records.push(outcome.record.clone());
+            progress.records.extend(
+                outcome
+                    .records
+                    .iter()
+                    .filter(|r| r.iteration.is_none())
+                    .cloned(),
+            );
             progress.completed.push(CompletedStep {
                 step_index: index,
                 merged: outcome.merge.clone().unwrap_or_default(),
             });
-            Checkpoint {
-                flow_name: flow.name().to_string(),
-                flow_version: flow.version().to_string(),
-                trace_id: trace_id.to_string(),
-                started_at,
-                initial_input: input.clone(),
-                completed: progress.completed.clone(),
-                records: progress.records.clone(),
-            }
+            progress.iterations.retain(|i| i.step_index != index);
+            progress.snapshot(run)
         };
         // A failed save must not fail the step: the run goes on, resumability degrades.
         let _ = sink.save(&snapshot);
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Run one step: one call, or a map step's iterations.
     async fn run_step(
         &self,
         plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        progress: &Mutex<Progress>,
         index: usize,
         context: &JsonObject,
         offload: bool,
-        secrets: &Secrets,
-        trace_id: &str,
-        events: Option<&EventSender>,
     ) -> StepOutcome {
+        let (step, _) = &plan.steps[index];
+        if let Some(for_each) = &step.for_each {
+            return self
+                .run_map_step(plan, run, progress, index, for_each, context, offload)
+                .await;
+        }
+        let call = self
+            .call_step(plan, run, index, None, context, offload)
+            .await;
+        StepOutcome {
+            records: vec![call.record],
+            merge: call.merge,
+            fatal: call.fatal,
+        }
+    }
+
+    /// One call of a step's tool with the step's input mapping over `context`, retries and
+    /// `on_error` applied. `iteration`: the element index of a map step's iteration, whose
+    /// contribution is its output after `output_mapping`, not nested under `output_key`.
+    async fn call_step(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        index: usize,
+        iteration: Option<usize>,
+        context: &JsonObject,
+        offload: bool,
+    ) -> CallOutcome {
         let (step, step_id) = &plan.steps[index];
         let step: &FlowStep = step;
         let (tool, fallback) = &plan.tools[index];
-        if let Some(events) = events {
-            let _ = events.send(FlowEvent::StepStart {
-                trace_id: trace_id.to_string(),
-                step_index: index,
-                step_id: step_id.map(str::to_string),
-                tool_name: step.tool_name.clone(),
-            });
-        }
-        let started_at = Utc::now();
-        let clock = Instant::now();
-        let mut record = StepRecord {
-            step_index: index as i64,
+        let secrets = &run.secrets;
+        run.emit(|| FlowEvent::StepStart {
+            trace_id: run.trace_id.clone(),
+            step_index: index,
             step_id: step_id.map(str::to_string),
             tool_name: step.tool_name.clone(),
-            inputs: Map::new(),
-            outputs: None,
-            error_type: None,
-            error_message: None,
-            success: false,
-            started_at,
-            ended_at: started_at,
-            duration_ms: 0.0,
-            fallback_used: false,
-            fallback_tool_name: None,
-            error_code: None,
-            attempts: 0,
-            cache_hit: false,
-            skipped: false,
-        };
+            iteration,
+        });
+        let clock = Instant::now();
+        let mut record = new_record(index, *step_id, &step.tool_name, iteration);
         let skip = step.on_error == OnError::Skip;
         let result: Result<JsonObject> =
             match build_input(step, index, context, tool.input_schema()) {
@@ -714,7 +701,10 @@ impl FlowExecutor {
             };
         let (merge, error) = match result {
             Ok(outputs) => {
-                let merged = mapped_outputs(step, index, &outputs);
+                let merged = match iteration {
+                    None => mapped_outputs(step, index, &outputs),
+                    Some(_) => output_mapped(step, index, &outputs),
+                };
                 record.outputs = Some(secrets.redact_owned(outputs));
                 match merged {
                     Ok(merge) => (Some(merge), None),
@@ -735,13 +725,11 @@ impl FlowExecutor {
         }
         record.ended_at = Utc::now();
         record.duration_ms = millis(clock.elapsed());
-        if let Some(events) = events {
-            let _ = events.send(FlowEvent::StepEnd {
-                trace_id: trace_id.to_string(),
-                record: Box::new(record.clone()),
-            });
-        }
-        StepOutcome {
+        run.emit(|| FlowEvent::StepEnd {
+            trace_id: run.trace_id.clone(),
+            record: Box::new(record.clone()),
+        });
+        CallOutcome {
             record,
             merge: if error.is_none() {
                 merge
@@ -874,6 +862,168 @@ impl FlowExecutor {
                 message: err.to_string(),
             }),
         }
+    }
+}
+
+/// One run's fixed facts, shared by its phases.
+struct Run<'a> {
+    flow: &'a FlowDefinition,
+    trace_id: String,
+    started_at: Timestamp,
+    clock: Instant,
+    events: Option<&'a EventSender>,
+    secrets: Secrets,
+    input: JsonObject,
+    /// Per map step (index) not completed, the result slots of the iterations a checkpoint
+    /// holds, by element index: a resumed run does not run them again.
+    restored: HashMap<usize, BTreeMap<usize, Value>>,
+}
+
+impl Run<'_> {
+    fn emit(&self, make: impl FnOnce() -> FlowEvent) {
+        emit(self.events, make);
+    }
+
+    /// The run's result, announced as the flow's end.
+    fn finish(
+        self,
+        success: bool,
+        final_output: Option<JsonObject>,
+        log: Vec<StepRecord>,
+    ) -> ExecutionResult {
+        let ended_at = Utc::now();
+        let result = ExecutionResult {
+            flow_name: self.flow.name().to_string(),
+            flow_version: Some(self.flow.version().to_string()),
+            success,
+            final_output,
+            execution_log: log,
+            trace_id: self.trace_id.clone(),
+            started_at: self.started_at,
+            ended_at,
+            total_duration_ms: millis(self.clock.elapsed()),
+            initial_input: Some(self.input),
+        };
+        emit(self.events, || FlowEvent::FlowEnd {
+            trace_id: self.trace_id,
+            success,
+            result: Box::new(result.clone()),
+        });
+        result
+    }
+}
+
+/// Send an event when someone listens (the event is only made then).
+fn emit(events: Option<&EventSender>, make: impl FnOnce() -> FlowEvent) {
+    if let Some(events) = events {
+        let _ = events.send(make());
+    }
+}
+
+/// The record of a flow input that failed its schema: the run's only step, index -1.
+fn input_failure_record(
+    flow: &FlowDefinition,
+    err: &Error,
+    secrets: &Secrets,
+    input: &JsonObject,
+) -> StepRecord {
+    let now = Utc::now();
+    StepRecord {
+        step_index: -1,
+        step_id: None,
+        tool_name: format!("<{} input>", flow.name()),
+        inputs: secrets.redact_object(input),
+        outputs: None,
+        error_type: Some(err.type_name()),
+        error_message: Some(err.to_string()),
+        success: false,
+        started_at: now,
+        ended_at: now,
+        duration_ms: 0.0,
+        fallback_used: false,
+        fallback_tool_name: None,
+        error_code: Some(err.code().to_string()),
+        attempts: 0,
+        cache_hit: false,
+        skipped: false,
+        iteration: None,
+    }
+}
+
+/// The record of a call about to start: no input, output or outcome yet.
+fn new_record(
+    index: usize,
+    step_id: Option<&str>,
+    tool_name: &str,
+    iteration: Option<usize>,
+) -> StepRecord {
+    let started_at = Utc::now();
+    StepRecord {
+        step_index: index as i64,
+        step_id: step_id.map(str::to_string),
+        tool_name: tool_name.to_string(),
+        inputs: Map::new(),
+        outputs: None,
+        error_type: None,
+        error_message: None,
+        success: false,
+        started_at,
+        ended_at: started_at,
+        duration_ms: 0.0,
+        fallback_used: false,
+        fallback_tool_name: None,
+        error_code: None,
+        attempts: 0,
+        cache_hit: false,
+        skipped: false,
+        iteration,
+    }
+}
+
+/// The context a run starts from: the input, then the dynamic parameters, then what completed
+/// steps merged, in flow order (level, then declaration) as the original run did.
+fn initial_context(
+    input: &JsonObject,
+    options: &RunOptions,
+    plan: &RunPlan<'_>,
+    completed: &[CompletedStep],
+) -> JsonObject {
+    let mut context = input.clone();
+    for (key, value) in &options.dynamic_params {
+        context.insert(key.clone(), value.clone());
+    }
+    if !completed.is_empty() {
+        for level in &plan.levels {
+            for &index in level {
+                if let Some(step) = completed.iter().find(|c| c.step_index == index) {
+                    merge_into(&mut context, step.merged.clone());
+                }
+            }
+        }
+    }
+    context
+}
+
+/// Put the log in flow order (level, then declaration; a map step's iterations by element
+/// index), whatever order steps finished in.
+fn order_log(plan: &RunPlan<'_>, records: &mut [StepRecord]) {
+    if plan.is_dag {
+        let mut position = vec![0; plan.steps.len()];
+        let mut next = 0;
+        for level in &plan.levels {
+            for &index in level {
+                position[index] = next;
+                next += 1;
+            }
+        }
+        records.sort_by_key(|r| {
+            let position = usize::try_from(r.step_index)
+                .map(|i| position.get(i).copied().unwrap_or(i))
+                .unwrap_or(0);
+            (position, r.iteration)
+        });
+    } else {
+        records.sort_by_key(|r| (r.step_index, r.iteration));
     }
 }
 

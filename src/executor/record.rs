@@ -52,6 +52,10 @@ pub struct StepRecord {
     /// The step failed and its `on_error: skip` let the flow go on.
     #[serde(default, skip_serializing_if = "is_false")]
     pub skipped: bool,
+    /// A map step's iteration: the index of the element this call ran for, in the step's list
+    /// (absent for ordinary steps, and for a map step's own failure before any iteration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration: Option<usize>,
 }
 
 /// The structured trace of one flow run.
@@ -136,6 +140,9 @@ impl ExecutionResult {
             step_meta.insert("flow_step_index".into(), Value::from(record.step_index));
             if let Some(id) = &record.step_id {
                 step_meta.insert("step_id".into(), Value::String(id.clone()));
+            }
+            if let Some(iteration) = record.iteration {
+                step_meta.insert("iteration".into(), Value::from(iteration));
             }
             if record.fallback_used {
                 step_meta.insert("fallback_used".into(), Value::Bool(true));

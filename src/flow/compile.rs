@@ -25,6 +25,16 @@
 //! | `fallback_output_missing_mapped_key` | error | the fallback's output lacks a key `output_mapping` needs |
 //! | `fallback_output_shape_divergence` | warning | fallback and primary declare different output keys |
 //! | `fallback_output_type_mismatch` | warning | a shared output key has incompatible types |
+//! | `map_list_unavailable` | error | a map step's `for_each.list` reads a key no ancestor step or flow input provides |
+//! | `map_list_not_array` | error | the schema of a map step's list says it is not an array |
+//! | `map_select_unavailable` | error | `for_each.select` reads a key nothing provides |
+//! | `map_select_not_array` | error | the schema of `for_each.select` says it is not an array |
+//! | `map_missing_output_key` | error | a map step has no `output_key` to collect its results under |
+//! | `map_invalid_concurrency` | error | `for_each.concurrency` is 0 |
+//!
+//! A map step's `for_each.list` and `for_each.select` that are not JSON pointers are
+//! `invalid_json_pointer` findings. While its mapping is checked, the step's `item` key is in the
+//! context, with the list's `items` schema when that is known.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -32,7 +42,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use chainweaver_recorder::model::flow::{FlowDefinition, FlowStep, OnError};
+use chainweaver_recorder::model::flow::{FlowDefinition, FlowStep, ForEach, OnError};
 
 use crate::flow::mapping::{Source, TemplatePart, escape_token, parse_template, pointer_tokens};
 use crate::flow::{GraphProblem, StepView, ancestors, flow_input_schema, levels, step_views};
@@ -251,6 +261,14 @@ impl ContextShape {
                 } else {
                     None
                 };
+                // A map step collects one output object per element into an array.
+                let schema = match (&step.for_each, schema) {
+                    (None, schema) => schema,
+                    (Some(_), Some(items)) => {
+                        Some(serde_json::json!({"type": "array", "items": items}))
+                    }
+                    (Some(_), None) => Some(serde_json::json!({"type": "array"})),
+                };
                 self.keys.insert(key.clone(), schema);
             }
             None => {
@@ -402,6 +420,9 @@ pub fn compile_flow(flow: &FlowDefinition, tools: &ToolRegistry) -> CompileRepor
                 tools.get(&other.step.tool_name).map(|t| t.as_ref()),
             );
         }
+        if let Some(for_each) = &view.step.for_each {
+            check_map(&mut checker, view, &prefix, for_each, &mut shape);
+        }
         let sources = check_sources(&mut checker, view, &prefix, &shape, &others, declared_input);
 
         if let Some(tool) = tool {
@@ -485,6 +506,136 @@ fn check_retry(checker: &mut Checker, view: &StepView, prefix: &str) {
                 format!("{prefix}/retry_policy"),
                 "backoff_seconds and backoff_multiplier must be finite and not negative".into(),
             );
+        }
+    }
+}
+
+/// Check a map step's `for_each`, and make its `item` key visible in `shape` (typed by the
+/// list's `items` schema when that is known).
+fn check_map(
+    checker: &mut Checker,
+    view: &StepView,
+    prefix: &str,
+    for_each: &ForEach,
+    shape: &mut ContextShape,
+) {
+    let tool = view.step.tool_name.as_str();
+    let list_schema = check_map_pointer(checker, view, prefix, "list", &for_each.list, shape);
+    if let Some(select) = &for_each.select {
+        check_map_pointer(checker, view, prefix, "select", select, shape);
+    }
+    if view.step.output_key.is_none() {
+        checker.push(
+            "map_missing_output_key",
+            Severity::Error,
+            Some(view),
+            Some(tool),
+            None,
+            format!("{prefix}/output_key"),
+            format!(
+                "map step {} (`{tool}`) needs an output_key to collect its results under",
+                view.id
+            ),
+        );
+    }
+    if for_each.concurrency == 0 {
+        checker.push(
+            "map_invalid_concurrency",
+            Severity::Error,
+            Some(view),
+            Some(tool),
+            None,
+            format!("{prefix}/for_each/concurrency"),
+            format!(
+                "map step {} (`{tool}`): concurrency must be at least 1",
+                view.id
+            ),
+        );
+    }
+    let item_schema = list_schema.and_then(|schema| schema.get("items").cloned());
+    shape.keys.insert(for_each.item.clone(), item_schema);
+}
+
+/// Check one of a map step's list pointers (`list` or `select`): well formed, available, and
+/// an array when its schema is known. The pointed value's schema, when known.
+fn check_map_pointer(
+    checker: &mut Checker,
+    view: &StepView,
+    prefix: &str,
+    which: &str,
+    pointer: &str,
+    shape: &ContextShape,
+) -> Option<Value> {
+    let tool = view.step.tool_name.as_str();
+    let at = format!("{prefix}/for_each/{which}");
+    let tokens = match pointer_tokens(pointer) {
+        Ok(tokens) if !tokens.is_empty() => tokens,
+        Ok(_) => {
+            checker.push(
+                "invalid_json_pointer",
+                Severity::Error,
+                Some(view),
+                Some(tool),
+                Some(which),
+                at,
+                format!(
+                    "map step {} (`{tool}`): for_each.{which} must point at a field, not the whole context",
+                    view.id
+                ),
+            );
+            return None;
+        }
+        Err(message) => {
+            checker.push(
+                "invalid_json_pointer",
+                Severity::Error,
+                Some(view),
+                Some(tool),
+                Some(which),
+                at,
+                format!(
+                    "map step {} (`{tool}`), for_each.{which}: {message}",
+                    view.id
+                ),
+            );
+            return None;
+        }
+    };
+    match shape.lookup(&tokens) {
+        Err(()) => {
+            checker.push(
+                &format!("map_{which}_unavailable"),
+                Severity::Error,
+                Some(view),
+                Some(tool),
+                Some(which),
+                at,
+                format!(
+                    "map step {} (`{tool}`): for_each.{which} `{pointer}` reads context key `{}`, \
+                     which is neither a flow input nor an output of an earlier step",
+                    view.id, tokens[0]
+                ),
+            );
+            None
+        }
+        Ok(schema) => {
+            let types = schema_types(schema.as_ref());
+            if types.as_ref().is_some_and(|t| !t.contains("array")) {
+                checker.push(
+                    &format!("map_{which}_not_array"),
+                    Severity::Error,
+                    Some(view),
+                    Some(tool),
+                    Some(which),
+                    at,
+                    format!(
+                        "map step {} (`{tool}`): for_each.{which} `{pointer}` is {}, not an array",
+                        view.id,
+                        describe(&types)
+                    ),
+                );
+            }
+            schema
         }
     }
 }

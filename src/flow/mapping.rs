@@ -230,6 +230,48 @@ pub fn build_input(
     Ok(input)
 }
 
+/// The context one iteration of a map step reads: the context keys the step's mapping and
+/// templates read (all of them when it has neither: the tool gets the whole context), plus the
+/// current element under `item_key`. Only the keys read are copied, so a long list is not
+/// copied once per element.
+pub fn iteration_context(
+    step: &FlowStep,
+    context: &JsonObject,
+    item_key: &str,
+    element: &Value,
+) -> JsonObject {
+    let mut scoped = if step.input_mapping.is_empty() && step.input_templates.is_empty() {
+        context.clone()
+    } else {
+        let mut scoped = Map::new();
+        let mut copy = |key: &str| {
+            if key != item_key
+                && !scoped.contains_key(key)
+                && let Some(value) = context.get(key)
+            {
+                scoped.insert(key.to_string(), value.clone());
+            }
+        };
+        for source in step.input_mapping.values() {
+            if let Some(key) = Source::of(source).root_key() {
+                copy(&key);
+            }
+        }
+        for template in step.input_templates.values() {
+            for part in parse_template(template).unwrap_or_default() {
+                if let TemplatePart::Placeholder(path) = part
+                    && let Some(key) = path.first()
+                {
+                    copy(key);
+                }
+            }
+        }
+        scoped
+    };
+    scoped.insert(item_key.to_string(), element.clone());
+    scoped
+}
+
 /// What a step's outputs contribute to the context: `output_mapping` applied (a missing
 /// output key is an [`Error::OutputMapping`]), then `output_key` nesting.
 pub fn mapped_outputs(
@@ -237,7 +279,25 @@ pub fn mapped_outputs(
     step_index: usize,
     outputs: &JsonObject,
 ) -> Result<JsonObject> {
-    let mapped = match &step.output_mapping {
+    let mapped = output_mapped(step, step_index, outputs)?;
+    Ok(match &step.output_key {
+        Some(key) => {
+            let mut nested = Map::with_capacity(1);
+            nested.insert(key.clone(), Value::Object(mapped));
+            nested
+        }
+        None => mapped,
+    })
+}
+
+/// A step's outputs with `output_mapping` applied (a missing output key is an
+/// [`Error::OutputMapping`]) and no `output_key` nesting: one map step iteration's result.
+pub fn output_mapped(
+    step: &FlowStep,
+    step_index: usize,
+    outputs: &JsonObject,
+) -> Result<JsonObject> {
+    Ok(match &step.output_mapping {
         None => outputs.clone(),
         Some(mapping) => {
             let mut mapped = Map::with_capacity(mapping.len());
@@ -254,14 +314,6 @@ pub fn mapped_outputs(
             }
             mapped
         }
-    };
-    Ok(match &step.output_key {
-        Some(key) => {
-            let mut nested = Map::with_capacity(1);
-            nested.insert(key.clone(), Value::Object(mapped));
-            nested
-        }
-        None => mapped,
     })
 }
 
@@ -285,6 +337,28 @@ mod tests {
         );
         assert!(resolve_pointer(&context, "/user/tags/01").is_err());
         assert!(resolve_pointer(&context, "/nobody").is_err());
+    }
+
+    #[test]
+    fn an_iteration_context_holds_the_keys_the_mapping_reads_and_the_item() {
+        let context =
+            ctx(json!({"orders": [1, 2, 3], "region": "eu", "user": {"id": 7}, "big": "x"}));
+        let mut step = FlowStep::new(
+            "t",
+            ctx(json!({"order": "/item/id", "region": "region", "n": 3})),
+        );
+        step.input_templates
+            .insert("who".into(), "user {{user.id}} in {{region}}".into());
+        let scoped = iteration_context(&step, &context, "item", &json!({"id": 2}));
+        assert_eq!(
+            Value::Object(scoped),
+            json!({"item": {"id": 2}, "region": "eu", "user": {"id": 7}})
+        );
+        // No mapping: the whole context, the item added (and shadowing a key of that name).
+        let whole = FlowStep::new("t", Map::new());
+        let scoped = iteration_context(&whole, &context, "big", &json!(1));
+        assert_eq!(scoped.len(), 4);
+        assert_eq!(scoped["big"], json!(1));
     }
 
     #[test]

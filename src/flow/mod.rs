@@ -1,5 +1,6 @@
 //! Flow files (JSON and YAML), a uniform view over linear and DAG steps, and DAG levels.
 
+pub mod chain;
 pub mod compile;
 pub mod mapping;
 
@@ -202,6 +203,7 @@ const STEP_KEYS: &[&str] = &[
     "output_key",
     "retry_policy",
     "on_error",
+    "for_each",
 ];
 const DAG_STEP_KEYS: &[&str] = &["step_id", "depends_on"];
 
@@ -252,7 +254,7 @@ pub fn flow_from_value(value: Value, path: &Path) -> Result<FlowDefinition> {
         return Err(fail("a flow file holds one JSON/YAML object".into()));
     };
     if document.contains_key("chain_config") {
-        return crate::chain_tool::ChainTool::from_value(value.clone())
+        return chain::ChainTool::from_value(value.clone())
             .map(|chain| FlowDefinition::Linear(chain.to_flow()))
             .map_err(|message| fail(format!("chain tool: {message}")));
     }

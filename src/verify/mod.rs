@@ -30,20 +30,20 @@
 //! ```
 
 pub mod cassette;
-mod split;
 
 pub use cassette::{Cassette, IgnorePaths, Miss, Preference, RecordedOutcome, Recording};
-pub use split::{Split, trace_hash};
+pub use chainweaver_recorder::model::split::{Split, trace_hash};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use chainweaver_recorder::model::candidate::{
-    Candidate, FailureCounts, FailureMode, OccurrenceRef, StepDiff as VerdictDiff, Verdict,
-    VerdictStatus, VerdictThresholds,
+    Candidate, FailureCounts, FailureMode, OccurrenceRef, RejectionCause, StepDiff as VerdictDiff,
+    Verdict, VerdictStatus, VerdictThresholds,
 };
 use chainweaver_recorder::model::flow::FlowDefinition;
 use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
+use chainweaver_recorder::store::tool_sequences;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
@@ -123,67 +123,161 @@ pub struct FoundOccurrence {
     pub steps: Vec<usize>,
 }
 
-/// Held-out traces, indexed for finding occurrences: where each tool is called.
+/// Where each tool is called in a set of traces, by name only (no payloads): enough to find
+/// a candidate's occurrences before any trace is loaded whole.
 #[derive(Debug, Clone, Default)]
-pub struct HeldOut<'a> {
-    traces: Vec<&'a TraceWithSteps>,
-    /// Tool name -> `(trace index, step position)` of each call, in trace order.
-    calls: HashMap<&'a str, Vec<(usize, usize)>>,
+pub struct ToolIndex {
+    /// Trace ids, in storage order.
+    trace_ids: Vec<String>,
+    /// Per trace, the tool of each step (an index into `names`).
+    sequences: Vec<Vec<u32>>,
+    names: HashMap<String, u32>,
+    /// Per tool, `(trace index, step position)` of each call, in trace order.
+    calls: Vec<Vec<(usize, usize)>>,
     /// Trace id -> trace index.
-    ids: HashMap<&'a str, usize>,
+    by_id: HashMap<String, usize>,
 }
 
-impl<'a> HeldOut<'a> {
-    pub fn new(traces: Vec<&'a TraceWithSteps>) -> Self {
-        let mut calls: HashMap<&'a str, Vec<(usize, usize)>> = HashMap::new();
-        let mut ids = HashMap::with_capacity(traces.len());
-        for (t, trace) in traces.iter().enumerate() {
-            ids.insert(trace.trace.trace_id.as_str(), t);
-            for (i, step) in trace.steps.iter().enumerate() {
-                calls
-                    .entry(step.tool_name.as_str())
-                    .or_default()
-                    .push((t, i));
-            }
+impl ToolIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a trace: its id and its steps' tool names in step order.
+    pub fn push<'n>(&mut self, trace_id: &str, tools: impl IntoIterator<Item = &'n str>) {
+        let t = self.trace_ids.len();
+        let mut sequence = Vec::new();
+        for (i, name) in tools.into_iter().enumerate() {
+            let id = match self.names.get(name) {
+                Some(&id) => id,
+                None => {
+                    let id = self.calls.len() as u32;
+                    self.names.insert(name.to_string(), id);
+                    self.calls.push(Vec::new());
+                    id
+                }
+            };
+            self.calls[id as usize].push((t, i));
+            sequence.push(id);
         }
-        Self { traces, calls, ids }
+        self.by_id.insert(trace_id.to_string(), t);
+        self.trace_ids.push(trace_id.to_string());
+        self.sequences.push(sequence);
     }
 
-    /// The traces, in order.
-    pub fn traces(&self) -> &[&'a TraceWithSteps] {
-        &self.traces
+    /// The index of a store's traces that `keep` accepts (by trace id), in storage order,
+    /// read from the tool-name stream ([`tool_sequences`]): no payloads.
+    pub fn from_store(
+        store: &dyn chainweaver_recorder::store::TraceStore,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> chainweaver_recorder::Result<Self> {
+        let read = tool_sequences(store, keep)?;
+        let mut index = Self::new();
+        for (t, id) in read.trace_ids.iter().enumerate() {
+            index.push(id, read.tools(t));
+        }
+        Ok(index)
     }
 
+    /// Number of traces.
     pub fn len(&self) -> usize {
-        self.traces.len()
+        self.trace_ids.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.traces.is_empty()
+        self.trace_ids.is_empty()
+    }
+
+    /// The id of trace `t`.
+    pub fn trace_id(&self, t: usize) -> &str {
+        &self.trace_ids[t]
+    }
+
+    /// The index of a trace id.
+    pub fn position(&self, trace_id: &str) -> Option<usize> {
+        self.by_id.get(trace_id).copied()
     }
 }
 
-/// Occurrences of `tools` in the held-out traces, left to right and not overlapping, skipping
+/// Held-out traces: a [`ToolIndex`] to find occurrences in, and the traces themselves, whole,
+/// for the occurrences that are replayed. Built from traces in memory ([`HeldOut::new`]), or
+/// from an index over the whole held-out share and only the traces a replay needs
+/// ([`HeldOut::with_loaded`]).
+#[derive(Debug, Clone, Default)]
+pub struct HeldOut<'a> {
+    index: ToolIndex,
+    /// Per index position, the trace when loaded.
+    traces: Vec<Option<&'a TraceWithSteps>>,
+}
+
+impl<'a> HeldOut<'a> {
+    /// Every trace in memory.
+    pub fn new(traces: Vec<&'a TraceWithSteps>) -> Self {
+        let mut index = ToolIndex::new();
+        for trace in &traces {
+            index.push(
+                &trace.trace.trace_id,
+                trace.steps.iter().map(|s| s.tool_name.as_str()),
+            );
+        }
+        Self {
+            index,
+            traces: traces.into_iter().map(Some).collect(),
+        }
+    }
+
+    /// An index of every held-out trace, with some of them loaded (matched by trace id; a
+    /// loaded trace the index does not hold is ignored).
+    pub fn with_loaded(index: ToolIndex, loaded: &'a [TraceWithSteps]) -> Self {
+        let mut traces = vec![None; index.len()];
+        for trace in loaded {
+            if let Some(t) = index.position(&trace.trace.trace_id) {
+                traces[t] = Some(trace);
+            }
+        }
+        Self { index, traces }
+    }
+
+    /// The index of the held-out traces.
+    pub fn index(&self) -> &ToolIndex {
+        &self.index
+    }
+
+    /// Trace `t`, when loaded.
+    pub fn trace(&self, t: usize) -> Option<&'a TraceWithSteps> {
+        self.traces.get(t).copied().flatten()
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+}
+
+/// Occurrences of `tools` in the indexed traces, left to right and not overlapping, skipping
 /// the traces whose ids are in `exclude`. Contiguous unless `max_gap` is given (then up to that
 /// many other calls may sit between two steps; the earliest match is taken).
 pub fn find_occurrences(
-    held_out: &HeldOut<'_>,
+    index: &ToolIndex,
     tools: &[String],
     max_gap: Option<usize>,
     exclude: &HashSet<&str>,
     limit: usize,
 ) -> Vec<FoundOccurrence> {
     let mut found = Vec::new();
-    let Some(first) = tools.first() else {
-        return found;
-    };
-    let Some(starts) = held_out.calls.get(first.as_str()) else {
-        return found;
-    };
-    let excluded: HashSet<usize> = exclude
+    let Some(ids) = tools
         .iter()
-        .filter_map(|id| held_out.ids.get(id).copied())
-        .collect();
+        .map(|tool| index.names.get(tool.as_str()).copied())
+        .collect::<Option<Vec<u32>>>()
+    else {
+        return found;
+    };
+    let starts = &index.calls[ids[0] as usize];
+    let excluded: HashSet<usize> = exclude.iter().filter_map(|id| index.position(id)).collect();
     // Per trace, the first position a new occurrence may start at (no overlaps).
     let mut free_from: (usize, usize) = (usize::MAX, 0);
     for &(t, start) in starts {
@@ -193,17 +287,17 @@ pub fn find_occurrences(
         if excluded.contains(&t) || (free_from.0 == t && start < free_from.1) {
             continue;
         }
-        let steps = &held_out.traces[t].steps;
-        let mut positions = Vec::with_capacity(tools.len());
+        let steps = &index.sequences[t];
+        let mut positions = Vec::with_capacity(ids.len());
         positions.push(start);
         let mut at = start;
-        for tool in &tools[1..] {
+        for &tool in &ids[1..] {
             let reach = match max_gap {
                 None => at + 1,
                 Some(gap) => at + 1 + gap,
             };
-            let next = (at + 1..=reach.min(steps.len().saturating_sub(1)))
-                .find(|&i| steps[i].tool_name == *tool);
+            let next =
+                (at + 1..=reach.min(steps.len().saturating_sub(1))).find(|&i| steps[i] == tool);
             match next {
                 Some(i) => {
                     positions.push(i);
@@ -212,7 +306,7 @@ pub fn find_occurrences(
                 None => break,
             }
         }
-        if positions.len() == tools.len() {
+        if positions.len() == ids.len() {
             free_from = (t, at + 1);
             found.push(FoundOccurrence {
                 trace: t,
@@ -454,29 +548,46 @@ impl Verifier {
         }
     }
 
-    /// Replay `candidate` on its occurrences in `held_out` (traces the candidate was mined from,
-    /// by its evidence, are skipped) and decide its verdict.
-    pub fn verify(&self, candidate: &Candidate, held_out: &HeldOut<'_>) -> Result<Verdict> {
-        let prefer = Arc::new(Mutex::new(Preference::default()));
-        let tools = self.tools_for(candidate, &prefer)?;
-        let executor = FlowExecutor::new(tools);
-        let mined: HashSet<&str> = candidate
-            .evidence
-            .occurrence_refs
-            .iter()
-            .map(|r| r.trace_id.as_str())
-            .collect();
-        let mined_here = mined
-            .iter()
-            .filter(|id| held_out.ids.contains_key(*id))
-            .count();
-        let found = find_occurrences(
-            held_out,
+    /// The held-out occurrences of `candidate` in `index` (traces it was mined from, by its
+    /// evidence, are skipped): all of them, of which the first
+    /// [`max_occurrences`](VerifyOptions::max_occurrences) are replayed.
+    pub fn occurrences(&self, candidate: &Candidate, index: &ToolIndex) -> Vec<FoundOccurrence> {
+        let mined = mined_traces(candidate);
+        find_occurrences(
+            index,
             &candidate.tools,
             candidate.gapped.then_some(self.options.max_gap),
             &mined,
             usize::MAX,
-        );
+        )
+    }
+
+    /// The ids of the traces replaying `candidate` reads whole: those of the occurrences
+    /// [`Verifier::verify`] replays.
+    pub fn traces_to_load<'i>(&self, candidate: &Candidate, index: &'i ToolIndex) -> Vec<&'i str> {
+        let mut traces: Vec<usize> = self
+            .occurrences(candidate, index)
+            .iter()
+            .take(self.options.max_occurrences)
+            .map(|o| o.trace)
+            .collect();
+        traces.dedup();
+        traces.into_iter().map(|t| index.trace_id(t)).collect()
+    }
+
+    /// Replay `candidate` on its occurrences in `held_out` (traces the candidate was mined from,
+    /// by its evidence, are skipped) and decide its verdict. The traces of the replayed
+    /// occurrences must be loaded ([`Verifier::traces_to_load`]).
+    pub fn verify(&self, candidate: &Candidate, held_out: &HeldOut<'_>) -> Result<Verdict> {
+        let prefer = Arc::new(Mutex::new(Preference::default()));
+        let tools = self.tools_for(candidate, &prefer)?;
+        let executor = FlowExecutor::new(tools);
+        let mined = mined_traces(candidate);
+        let mined_here = mined
+            .iter()
+            .filter(|id| held_out.index.position(id).is_some())
+            .count();
+        let found = self.occurrences(candidate, &held_out.index);
         let ignore = self.source.ignore();
         let mut verdict = Verdict {
             candidate_id: candidate.id.clone(),
@@ -487,6 +598,7 @@ impl Verifier {
             failures: FailureCounts::default(),
             mode: self.source.mode().to_string(),
             reason: String::new(),
+            cause: None,
             thresholds: Some(self.options.thresholds),
             holdout_traces: held_out.len() - mined_here,
             occurrences_found: found.len(),
@@ -495,7 +607,15 @@ impl Verifier {
         };
         let options = RunOptions::default();
         for occurrence in found.iter().take(self.options.max_occurrences) {
-            let trace = held_out.traces[occurrence.trace];
+            let Some(trace) = held_out.trace(occurrence.trace) else {
+                return Err(Error::Verify {
+                    candidate: candidate.id.clone(),
+                    message: format!(
+                        "held-out trace {} was not loaded for replay",
+                        held_out.index.trace_id(occurrence.trace)
+                    ),
+                });
+            };
             let steps: Vec<&ObservedStep> =
                 occurrence.steps.iter().map(|&i| &trace.steps[i]).collect();
             let step_indices: Vec<u32> = steps.iter().map(|s| s.step_index).collect();
@@ -585,7 +705,18 @@ impl Verifier {
     }
 }
 
-/// Set a verdict's rate, status and reason from its counts and the candidate's data flow.
+/// The traces a candidate was mined from (by its evidence): never replayed.
+fn mined_traces(candidate: &Candidate) -> HashSet<&str> {
+    candidate
+        .evidence
+        .occurrence_refs
+        .iter()
+        .map(|r| r.trace_id.as_str())
+        .collect()
+}
+
+/// Set a verdict's rate, status, reason and rejection cause from its counts and the
+/// candidate's data flow. The one place a verdict is decided.
 pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
     let thresholds = verdict.thresholds.unwrap_or_default();
     let replayed = verdict.occurrences_replayed;
@@ -596,7 +727,7 @@ pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
     };
     let percent = verdict.exact_rate * 100.0;
     let data_flow = candidate.evidence.data_flow;
-    let (status, reason) = if data_flow < thresholds.min_data_flow {
+    let (status, cause, reason) = if data_flow < thresholds.min_data_flow {
         let steps = candidate.tools.len();
         let linked = (data_flow * steps as f64).round() as usize;
         let what = if linked == 0 {
@@ -608,6 +739,7 @@ pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
         };
         (
             VerdictStatus::Rejected,
+            Some(RejectionCause::Unlinked),
             format!(
                 "{what} (data flow {data_flow:.2} < {:.2}): replaying unrelated calls only echoes the agent's arguments",
                 thresholds.min_data_flow
@@ -616,6 +748,7 @@ pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
     } else if replayed < thresholds.min_occurrences {
         (
             VerdictStatus::Rejected,
+            Some(RejectionCause::TooFewOccurrences),
             format!(
                 "{replayed} held-out occurrence{} replayed, fewer than the {} required",
                 if replayed == 1 { "" } else { "s" },
@@ -625,6 +758,7 @@ pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
     } else if verdict.exact_rate >= thresholds.verified {
         (
             VerdictStatus::Verified,
+            None,
             format!(
                 "{}/{replayed} held-out occurrences replayed exactly ({percent:.1}%)",
                 verdict.exact_matches
@@ -644,13 +778,14 @@ pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
                 causes.push(format!("{count} {}", mode.describe()));
             }
         }
-        let status = if verdict.exact_rate >= thresholds.partial {
-            VerdictStatus::Partial
+        let (status, cause) = if verdict.exact_rate >= thresholds.partial {
+            (VerdictStatus::Partial, None)
         } else {
-            VerdictStatus::Rejected
+            (VerdictStatus::Rejected, Some(RejectionCause::ReplaysDiffer))
         };
         (
             status,
+            cause,
             format!(
                 "{}/{replayed} held-out occurrences replayed exactly ({percent:.1}%); {}",
                 verdict.exact_matches,
@@ -659,6 +794,7 @@ pub fn decide(verdict: &mut Verdict, candidate: &Candidate) {
         )
     };
     verdict.status = status;
+    verdict.cause = cause;
     verdict.reason = reason;
 }
 
@@ -686,10 +822,11 @@ mod tests {
             trace("b", &["x", "think", "y"]),
             trace("c", &["x", "y"]),
         ];
-        let traces = HeldOut::new(owned.iter().collect());
+        let held_out = HeldOut::new(owned.iter().collect());
+        let traces = held_out.index();
         let tools = vec!["x".to_string(), "y".to_string()];
         let exclude: HashSet<&str> = ["c"].into_iter().collect();
-        let found = find_occurrences(&traces, &tools, None, &exclude, usize::MAX);
+        let found = find_occurrences(traces, &tools, None, &exclude, usize::MAX);
         assert_eq!(
             found,
             vec![
@@ -703,11 +840,11 @@ mod tests {
                 },
             ]
         );
-        let gapped = find_occurrences(&traces, &tools, Some(1), &HashSet::new(), usize::MAX);
+        let gapped = find_occurrences(traces, &tools, Some(1), &HashSet::new(), usize::MAX);
         assert_eq!(gapped.len(), 4);
         assert_eq!(gapped[2].steps, vec![0, 2]);
         assert_eq!(
-            find_occurrences(&traces, &tools, None, &HashSet::new(), 1).len(),
+            find_occurrences(traces, &tools, None, &HashSet::new(), 1).len(),
             1
         );
     }

@@ -19,7 +19,18 @@ fn every_candidate_compiles_against_its_inferred_tool_schemas() {
     let outcome = ChainAnalyzer::new(MineConfig::default())
         .analyze(&traces)
         .unwrap();
-    assert!(outcome.candidates.len() >= 6, "the planted flows at least");
+    // As many candidates as the miner proposes at most, the planted flows among them.
+    assert_eq!(
+        outcome.candidates.len(),
+        MineConfig::default().max_candidates
+    );
+    for planted in &generator.ground_truth().flows {
+        assert!(
+            outcome.candidates.iter().any(|c| c.tools == planted.tools),
+            "{:?} not proposed",
+            planted.tools
+        );
+    }
     for candidate in &outcome.candidates {
         let mut tools = ToolRegistry::new();
         for (name, schema) in &candidate.tool_schemas {

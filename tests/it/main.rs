@@ -5,6 +5,8 @@
 mod candidates;
 mod cli;
 mod executor;
+mod outputs;
+mod readme;
 mod tui;
 mod verify;
 

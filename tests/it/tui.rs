@@ -178,3 +178,67 @@ fn browse_tau_bench_in_a_real_terminal() {
         "the browser is gone"
     );
 }
+
+#[test]
+fn review_the_top_verified_candidate_of_tau_bench() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    if Command::new("tmux").arg("-V").output().is_err() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have tmux (.ci/run installs it)"
+        );
+        eprintln!("skipping: no tmux");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_chainweaver");
+    let tau = datasets.join("tau-bench-retail");
+    // The real pipeline: import, mine 80%, replay every candidate on the other 20%.
+    let analyze = Command::new(bin)
+        .args(["--quiet", "analyze", tau.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        analyze.status.success(),
+        "{}",
+        String::from_utf8_lossy(&analyze.stderr)
+    );
+
+    let session = format!("cw-tui-review-{}", std::process::id());
+    let tmux = Tmux::start(&session, dir.path(), &format!("{bin} tui"));
+    tmux.wait_for("of 400");
+    tmux.keys(&[":"]);
+    tmux.literal("candidates");
+    tmux.keys(&["Enter"]);
+    // The best candidate is the top verified one, its replays all exact.
+    let table = tmux.wait_for("best first");
+    assert!(
+        table.contains("find_user_id_by_name_zip -> get_user_details -> get_order_details")
+            && table.contains("verified 57/57"),
+        "{table}"
+    );
+    tmux.keys(&["Enter"]);
+    let review = tmux.wait_for("verdict: verified");
+    for expected in [
+        "find_user_id_by_name_zip -> get_user_details -> get_order_details",
+        "step 0 find_user_id_by_name_zip /zip <- input zip, confidence 1.00 over 206",
+        "step 1 get_user_details /user_id <- step 0 output (whole), confidence 1.00 over 206",
+        "step 2 get_order_details /order_id <- step 1 output /orders[*] (agent's choice)",
+        "flagged agent's choice",
+        "exact replays 57/57 (57 found in 85 held-out traces)",
+        "behaviour: leads find_user_id_by_name_zip -> get_user_details -> each get_order_details",
+    ] {
+        assert!(
+            review.contains(expected),
+            "{expected:?} not shown:\n{review}"
+        );
+    }
+    assert!(
+        !review.contains("\"step_output\"") && !review.contains("{\"pointer\""),
+        "bindings are sentences, not JSON:\n{review}"
+    );
+    tmux.keys(&["q"]);
+}

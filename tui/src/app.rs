@@ -5,14 +5,16 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 
+use chainweaver_recorder::model::candidate::{Candidate, PatternSummary, Verdict};
 use chainweaver_recorder::model::{ObservedStep, TraceWithSteps};
+use chainweaver_recorder::stats::ToolStats;
 use chainweaver_recorder::store::{PageRequest, TraceFilter, TracePage, TraceSort};
 use serde_json::{Map, Value, json};
 
 use crate::json_tree::{Folding, TreeLine, raw_lines, tree_lines};
 use crate::keymap::{Command, Context, Key, lookup};
 use crate::query::{format_query, parse_query};
-use crate::stats::ToolStat;
+use crate::review::{SummaryLine, TraceJump, candidate_summary};
 use crate::worker::{Query, Reply, Request, Response, Slot};
 
 /// Trace summaries fetched per page.
@@ -31,6 +33,8 @@ pub enum View {
     Tools,
     Patterns,
     Candidates,
+    /// One candidate: its bindings, verdict and replay differences.
+    Candidate,
 }
 
 /// The views Tab cycles through; Detail and Compare belong to the Traces tab.
@@ -41,6 +45,7 @@ impl View {
     pub fn tab(self) -> View {
         match self {
             View::Detail | View::Compare => View::Traces,
+            View::Candidate => View::Candidates,
             other => other,
         }
     }
@@ -52,7 +57,9 @@ impl View {
             View::Detail => Context::Detail,
             View::Compare => Context::Compare,
             View::Tools => Context::Tools,
-            View::Patterns | View::Candidates => Context::Documents,
+            View::Patterns => Context::Patterns,
+            View::Candidates => Context::Candidates,
+            View::Candidate => Context::Candidate,
         }
     }
 
@@ -62,7 +69,7 @@ impl View {
             View::Traces | View::Detail | View::Compare => "Traces",
             View::Tools => "Tools",
             View::Patterns => "Patterns",
-            View::Candidates => "Candidates",
+            View::Candidates | View::Candidate => "Candidates",
         }
     }
 }
@@ -176,6 +183,8 @@ pub struct DetailState {
     pub line: usize,
     /// The view to return to on Esc.
     pub back_to: View,
+    /// The `step_index` to select once the trace is loaded (a replay difference's step).
+    pub want_step: Option<u32>,
     pub step_scroll: Cell<usize>,
     pub payload_scroll: Cell<usize>,
 }
@@ -194,6 +203,7 @@ impl Default for DetailState {
             raw_lines: Vec::new(),
             line: 0,
             back_to: View::Traces,
+            want_step: None,
             step_scroll: Cell::new(0),
             payload_scroll: Cell::new(0),
         }
@@ -276,20 +286,63 @@ pub struct CompareState {
 /// Per-tool statistics.
 #[derive(Debug, Default)]
 pub struct ToolsState {
-    pub stats: Option<Vec<ToolStat>>,
+    pub stats: Option<Vec<ToolStats>>,
     /// The filter the statistics were computed for.
     pub filter: Option<TraceFilter>,
     pub cursor: usize,
     pub scroll: Cell<usize>,
 }
 
-/// Patterns or candidates.
-#[derive(Debug, Default)]
-pub struct DocsState {
-    pub items: Option<Vec<(String, Value)>>,
+/// The patterns or the candidates of the store, as loaded.
+#[derive(Debug)]
+pub struct ListState<T> {
+    pub items: Option<Vec<T>>,
     pub cursor: usize,
     pub raw: bool,
     pub scroll: Cell<usize>,
+}
+
+impl<T> Default for ListState<T> {
+    fn default() -> Self {
+        Self {
+            items: None,
+            cursor: 0,
+            raw: false,
+            scroll: Cell::new(0),
+        }
+    }
+}
+
+impl<T> ListState<T> {
+    /// The selected item.
+    pub fn selected(&self) -> Option<&T> {
+        self.items.as_ref()?.get(self.cursor)
+    }
+}
+
+/// One candidate opened from the Candidates table.
+#[derive(Debug, Default)]
+pub struct CandidateState {
+    /// The candidate's id.
+    pub id: Option<String>,
+    /// Its summary, verdict and differences, as the view draws them.
+    pub lines: Vec<SummaryLine>,
+    pub raw: bool,
+    /// The candidate as raw JSON.
+    pub raw_lines: Vec<String>,
+    /// The line under the cursor (of `raw_lines` in raw mode).
+    pub line: usize,
+    pub scroll: Cell<usize>,
+}
+
+impl CandidateState {
+    fn len(&self) -> usize {
+        if self.raw {
+            self.raw_lines.len()
+        } else {
+            self.lines.len()
+        }
+    }
 }
 
 /// Everything the browser shows.
@@ -312,9 +365,10 @@ pub struct AppState {
     pub marks: Vec<String>,
     pub compare: CompareState,
     pub tools: ToolsState,
-    pub patterns: DocsState,
-    pub candidates: DocsState,
-    pub verdicts: Option<Vec<(String, Value)>>,
+    pub patterns: ListState<PatternSummary>,
+    pub candidates: ListState<Candidate>,
+    pub verdicts: Option<Vec<Verdict>>,
+    pub candidate: CandidateState,
     pending: HashMap<Slot, u64>,
     next_generation: u64,
 }
@@ -336,12 +390,21 @@ impl AppState {
             marks: Vec::new(),
             compare: CompareState::default(),
             tools: ToolsState::default(),
-            patterns: DocsState::default(),
-            candidates: DocsState::default(),
+            patterns: ListState::default(),
+            candidates: ListState::default(),
             verdicts: None,
+            candidate: CandidateState::default(),
             pending: HashMap::new(),
             next_generation: 1,
         }
+    }
+
+    /// The stored verdict of a candidate, once verdicts are loaded.
+    pub fn verdict_of(&self, candidate_id: &str) -> Option<&Verdict> {
+        self.verdicts
+            .as_ref()?
+            .iter()
+            .find(|v| v.candidate_id == candidate_id)
     }
 
     /// True while an answer for `slot` is awaited.
@@ -521,6 +584,7 @@ fn command_update(state: &mut AppState, command: Command) -> Vec<Effect> {
             match state.view {
                 View::Detail => state.view = state.detail.back_to,
                 View::Compare => state.view = state.compare.back_to.unwrap_or(View::Traces),
+                View::Candidate => state.view = View::Candidates,
                 _ => state.status = None,
             }
             Vec::new()
@@ -564,7 +628,12 @@ fn command_update(state: &mut AppState, command: Command) -> Vec<Effect> {
                     state.detail.rebuild_lines();
                 }
                 View::Patterns => state.patterns.raw = !state.patterns.raw,
-                View::Candidates => state.candidates.raw = !state.candidates.raw,
+                View::Candidate => {
+                    let candidate = &mut state.candidate;
+                    candidate.raw = !candidate.raw;
+                    candidate.line = 0;
+                    candidate.scroll.set(0);
+                }
                 _ => {}
             }
             Vec::new()
@@ -680,30 +749,15 @@ fn show_view(state: &mut AppState, view: View) -> Vec<Effect> {
     match view {
         View::Tools => load_tools(state),
         View::Patterns if state.patterns.items.is_none() && !state.is_loading(Slot::Patterns) => {
-            vec![state.query(
-                Slot::Patterns,
-                Query::Documents {
-                    kind: "pattern".into(),
-                },
-            )]
+            vec![state.query(Slot::Patterns, Query::Patterns)]
         }
-        View::Candidates => {
+        View::Candidates | View::Candidate => {
             let mut effects = Vec::new();
             if state.candidates.items.is_none() && !state.is_loading(Slot::Candidates) {
-                effects.push(state.query(
-                    Slot::Candidates,
-                    Query::Documents {
-                        kind: "candidate".into(),
-                    },
-                ));
+                effects.push(state.query(Slot::Candidates, Query::Candidates));
             }
             if state.verdicts.is_none() && !state.is_loading(Slot::Verdicts) {
-                effects.push(state.query(
-                    Slot::Verdicts,
-                    Query::Documents {
-                        kind: "verdict".into(),
-                    },
-                ));
+                effects.push(state.query(Slot::Verdicts, Query::Verdicts));
             }
             effects
         }
@@ -746,10 +800,10 @@ fn refresh(state: &mut AppState) -> Vec<Effect> {
             state.patterns.items = None;
             show_view(state, View::Patterns)
         }
-        View::Candidates => {
+        View::Candidates | View::Candidate => {
             state.candidates.items = None;
             state.verdicts = None;
-            show_view(state, View::Candidates)
+            show_view(state, state.view)
         }
     }
 }
@@ -811,13 +865,84 @@ fn ensure_trace_page(state: &mut AppState) -> Vec<Effect> {
 }
 
 fn open_trace(state: &mut AppState, trace_id: String, back_to: View) -> Vec<Effect> {
+    open_trace_at(state, trace_id, back_to, None)
+}
+
+/// Show a trace, selecting the step with `step_index` once it is loaded.
+fn open_trace_at(
+    state: &mut AppState,
+    trace_id: String,
+    back_to: View,
+    step_index: Option<u32>,
+) -> Vec<Effect> {
     state.view = View::Detail;
     state.detail = DetailState {
         trace_id: Some(trace_id.clone()),
         back_to,
+        want_step: step_index,
         ..DetailState::default()
     };
     vec![state.query(Slot::Detail, Query::Trace { trace_id })]
+}
+
+/// Open the selected candidate.
+fn open_candidate(state: &mut AppState) -> Vec<Effect> {
+    let Some(id) = state.candidates.selected().map(|c| c.id.clone()) else {
+        return Vec::new();
+    };
+    state.candidate = CandidateState {
+        id: Some(id),
+        ..CandidateState::default()
+    };
+    rebuild_candidate(state);
+    state.view = View::Candidate;
+    Vec::new()
+}
+
+/// Prepare the open candidate's lines from the loaded candidates and verdicts (again when
+/// either arrives).
+fn rebuild_candidate(state: &mut AppState) {
+    let Some(id) = state.candidate.id.clone() else {
+        return;
+    };
+    let candidate = state
+        .candidates
+        .items
+        .as_ref()
+        .and_then(|items| items.iter().find(|c| c.id == id));
+    let Some(candidate) = candidate else {
+        state.candidate.lines.clear();
+        state.candidate.raw_lines.clear();
+        return;
+    };
+    let lines = candidate_summary(candidate, state.verdict_of(&id));
+    let raw = serde_json::to_value(candidate)
+        .map(|value| raw_lines(&value, MAX_RAW_LINES))
+        .unwrap_or_default();
+    let view = &mut state.candidate;
+    view.lines = lines;
+    view.raw_lines = raw;
+    view.line = view.line.min(view.len().saturating_sub(1));
+}
+
+/// Enter on a candidate's line: a replay difference opens its trace at the differing step.
+fn open_diff(state: &mut AppState) -> Vec<Effect> {
+    let view = &state.candidate;
+    let jump: Option<TraceJump> = if view.raw {
+        None
+    } else {
+        view.lines.get(view.line).and_then(|l| l.jump.clone())
+    };
+    match jump {
+        Some(TraceJump {
+            trace_id,
+            step_index,
+        }) => open_trace_at(state, trace_id, View::Candidate, step_index),
+        None => {
+            state.error("move to a replay difference (j/k) to open its trace");
+            Vec::new()
+        }
+    }
 }
 
 fn open(state: &mut AppState) -> Vec<Effect> {
@@ -845,7 +970,7 @@ fn open(state: &mut AppState) -> Vec<Effect> {
                 .stats
                 .as_ref()
                 .and_then(|s| s.get(state.tools.cursor))
-                .map(|s| s.tool.clone());
+                .map(|s| s.tool_name.clone());
             match tool {
                 Some(tool) => {
                     let mut filter = state.filter.clone();
@@ -858,7 +983,9 @@ fn open(state: &mut AppState) -> Vec<Effect> {
                 None => Vec::new(),
             }
         }
-        View::Patterns | View::Candidates | View::Compare => Vec::new(),
+        View::Candidates => open_candidate(state),
+        View::Candidate => open_diff(state),
+        View::Patterns | View::Compare => Vec::new(),
     }
 }
 
@@ -980,20 +1107,35 @@ fn copy(state: &mut AppState) -> Vec<Effect> {
             .and_then(|s| s.get(state.tools.cursor))
             .map(|s| {
                 (
-                    format!("statistics of {}", s.tool),
+                    format!("statistics of {}", s.tool_name),
                     serde_json::to_value(s).unwrap_or(Value::Null),
                 )
             }),
-        View::Patterns | View::Candidates => {
-            let docs = if state.view == View::Patterns {
-                &state.patterns
-            } else {
-                &state.candidates
-            };
-            docs.items
+        View::Patterns => state.patterns.selected().map(|p| {
+            (
+                format!("pattern {}", p.tools.join(" -> ")),
+                serde_json::to_value(p).unwrap_or(Value::Null),
+            )
+        }),
+        View::Candidates => state.candidates.selected().map(|c| {
+            (
+                format!("candidate {}", c.id),
+                serde_json::to_value(c).unwrap_or(Value::Null),
+            )
+        }),
+        View::Candidate => {
+            let id = state.candidate.id.as_deref().unwrap_or_default();
+            state
+                .candidates
+                .items
                 .as_ref()
-                .and_then(|items| items.get(docs.cursor))
-                .map(|(key, doc)| (format!("document {key}"), doc.clone()))
+                .and_then(|items| items.iter().find(|c| c.id == id))
+                .map(|c| {
+                    (
+                        format!("candidate {}", c.id),
+                        serde_json::to_value(c).unwrap_or(Value::Null),
+                    )
+                })
         }
     };
     match selection {
@@ -1076,14 +1218,19 @@ fn move_update(state: &mut AppState, command: Command) -> Vec<Effect> {
             step_cursor(&mut state.tools.cursor, len, command, page);
             Vec::new()
         }
-        View::Patterns | View::Candidates => {
-            let docs = if state.view == View::Patterns {
-                &mut state.patterns
-            } else {
-                &mut state.candidates
-            };
-            let len = docs.items.as_ref().map_or(0, Vec::len);
-            step_cursor(&mut docs.cursor, len, command, page);
+        View::Patterns => {
+            let len = state.patterns.items.as_ref().map_or(0, Vec::len);
+            step_cursor(&mut state.patterns.cursor, len, command, page);
+            Vec::new()
+        }
+        View::Candidates => {
+            let len = state.candidates.items.as_ref().map_or(0, Vec::len);
+            step_cursor(&mut state.candidates.cursor, len, command, page);
+            Vec::new()
+        }
+        View::Candidate => {
+            let len = state.candidate.len();
+            step_cursor(&mut state.candidate.line, len, command, page);
             Vec::new()
         }
     }
@@ -1116,8 +1263,13 @@ fn loaded(state: &mut AppState, response: Response) -> Vec<Effect> {
         (Slot::Detail, Reply::Trace(trace)) => {
             match trace {
                 Some(trace) if Some(&trace.trace.trace_id) == state.detail.trace_id.as_ref() => {
+                    let step = state
+                        .detail
+                        .want_step
+                        .and_then(|want| trace.steps.iter().position(|s| s.step_index == want))
+                        .unwrap_or(0);
                     state.detail.trace = Some(*trace);
-                    state.detail.select_step(0);
+                    state.detail.select_step(step);
                 }
                 _ => {
                     let id = state.detail.trace_id.clone().unwrap_or_default();
@@ -1150,18 +1302,20 @@ fn loaded(state: &mut AppState, response: Response) -> Vec<Effect> {
             state.tools.stats = Some(stats);
             Vec::new()
         }
-        (Slot::Patterns, Reply::Documents(items)) => {
+        (Slot::Patterns, Reply::Patterns(items)) => {
             state.patterns.cursor = state.patterns.cursor.min(items.len().saturating_sub(1));
             state.patterns.items = Some(items);
             Vec::new()
         }
-        (Slot::Candidates, Reply::Documents(items)) => {
+        (Slot::Candidates, Reply::Candidates(items)) => {
             state.candidates.cursor = state.candidates.cursor.min(items.len().saturating_sub(1));
             state.candidates.items = Some(items);
+            rebuild_candidate(state);
             Vec::new()
         }
-        (Slot::Verdicts, Reply::Documents(items)) => {
+        (Slot::Verdicts, Reply::Verdicts(items)) => {
             state.verdicts = Some(items);
+            rebuild_candidate(state);
             Vec::new()
         }
         (slot, _) => {
@@ -1518,19 +1672,14 @@ mod tests {
         ));
         let effects = cmd(&mut state, Command::NextView);
         assert_eq!(state.view, View::Patterns);
-        assert_eq!(
-            requests(&effects)[0].query,
-            Query::Documents {
-                kind: "pattern".into()
-            }
-        );
+        assert_eq!(requests(&effects)[0].query, Query::Patterns);
         let generation = state.awaited(Slot::Patterns).unwrap();
         update(
             &mut state,
             Action::Loaded(Response {
                 slot: Slot::Patterns,
                 generation,
-                result: Ok(Reply::Documents(vec![])),
+                result: Ok(Reply::Patterns(vec![])),
             }),
         );
         let effects = cmd(&mut state, Command::NextView);
@@ -1559,14 +1708,16 @@ mod tests {
         let mut state = started(3);
         cmd(&mut state, Command::NextView);
         let generation = state.awaited(Slot::Tools).unwrap();
-        let stat = ToolStat {
-            tool: "get_order".into(),
+        let stat = ToolStats {
+            tool_name: "get_order".into(),
             calls: 3,
             traces: 2,
             errors: 0,
             error_rate: 0.0,
             p50_ms: None,
             p95_ms: None,
+            p99_ms: None,
+            mean_ms: None,
         };
         update(
             &mut state,

@@ -127,7 +127,9 @@ fn walk(
     }
     let folded = folding.is_folded(&pointer, children);
     let summary = match value {
+        Value::Object(_) if children == 1 => "{1 key}".to_string(),
         Value::Object(_) => format!("{{{children} keys}}"),
+        _ if children == 1 => "[1 item]".to_string(),
         _ => format!("[{children} items]"),
     };
     out.push(TreeLine {
@@ -224,7 +226,7 @@ mod tests {
                 "a/b [2 items]",
                 "0: 1",
                 "1: 2",
-                "error {1 keys}",
+                "error {1 key}",
                 "message: \"boom\""
             ]
         );

@@ -115,7 +115,10 @@ pub enum Context {
     Detail,
     Compare,
     Tools,
-    Documents,
+    Patterns,
+    Candidates,
+    /// One candidate opened from the Candidates table.
+    Candidate,
     /// The filter (`/`) and jump (`:`) line while it is being edited.
     Input,
 }
@@ -129,19 +132,23 @@ impl Context {
             Context::Detail => "Trace detail",
             Context::Compare => "Compare",
             Context::Tools => "Tools",
-            Context::Documents => "Patterns and Candidates",
+            Context::Patterns => "Patterns",
+            Context::Candidates => "Candidates",
+            Context::Candidate => "Candidate",
             Context::Input => "Filter and jump line",
         }
     }
 
     /// Every context in the order help lists them.
-    pub const ALL: [Context; 7] = [
+    pub const ALL: [Context; 9] = [
         Context::Global,
         Context::Traces,
         Context::Detail,
         Context::Compare,
         Context::Tools,
-        Context::Documents,
+        Context::Patterns,
+        Context::Candidates,
+        Context::Candidate,
         Context::Input,
     ];
 }
@@ -392,10 +399,31 @@ pub const KEYMAP: &[Binding] = &[
         Some("traces"),
     ),
     bind(
-        X::Documents,
+        X::Patterns,
         C::ToggleRaw,
         &[K::Char('r')],
-        "Switch between the summary and the raw document",
+        "Switch between the summary and the pattern's raw JSON",
+        Some("raw"),
+    ),
+    bind(
+        X::Candidates,
+        C::Open,
+        &[K::Enter],
+        "Open the candidate: its bindings, verdict and replay differences",
+        Some("open"),
+    ),
+    bind(
+        X::Candidate,
+        C::Open,
+        &[K::Enter],
+        "On a replay difference: open its trace at the differing step (Esc comes back)",
+        Some("trace"),
+    ),
+    bind(
+        X::Candidate,
+        C::ToggleRaw,
+        &[K::Char('r')],
+        "Switch between the review and the candidate's raw JSON",
         Some("raw"),
     ),
     bind(X::Input, C::Submit, &[K::Enter], "Apply the line", None),

@@ -6,6 +6,7 @@
 //! The design is a functional core and an imperative shell:
 //! - [`app`]: the state and a pure [`app::update`] from actions to effects;
 //! - [`ui`]: views that only render from the state;
+//! - [`review`]: what reviewers read about patterns, candidates and verdicts, from typed values;
 //! - [`worker`]: store queries on a worker thread, tagged with generations so stale answers
 //!   are dropped and keys stay live while a query runs;
 //! - [`keymap`]: the keys as data, from which the hint bar, the help and `keymap.md` are drawn;
@@ -15,13 +16,12 @@
 
 pub mod app;
 pub mod browser;
-pub mod docs;
 pub mod error;
 pub mod json_tree;
 pub mod keymap;
 pub mod query;
+pub mod review;
 pub mod sanitize;
-pub mod stats;
 mod term;
 pub mod ui;
 pub mod worker;

@@ -11,13 +11,14 @@ use ratatui::symbols::border;
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table, Wrap};
 
-use crate::app::{AppState, DocsState, Focus, Mode, StatusKind, TABS, View};
-use crate::docs::{
-    Tone, candidate_summary, doc_name, doc_steps, doc_support, pattern_summary, tone_of_status,
-    verdict_for, verdict_status,
-};
+use chainweaver_recorder::model::candidate::VerdictStatus;
+
+use crate::app::{AppState, Focus, Mode, StatusKind, TABS, View};
 use crate::json_tree::raw_lines;
 use crate::keymap::{Context, help_rows, hints};
+use crate::review::{
+    Tone, exact_cell, fit_flow, flow_labels, pattern_labels, pattern_summary, verdict_cell,
+};
 use crate::sanitize::escape_line;
 use crate::worker::Slot;
 
@@ -255,6 +256,7 @@ pub fn render(frame: &mut Frame<'_>, state: &AppState, theme: &Theme) {
         View::Tools => render_tools(frame, main, state, theme),
         View::Patterns => render_patterns(frame, main, state, theme),
         View::Candidates => render_candidates(frame, main, state, theme),
+        View::Candidate => render_candidate(frame, main, state, theme),
     }
     render_status(frame, status, state, theme);
     render_hints(frame, hint, state, theme);
@@ -673,7 +675,9 @@ fn render_detail(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Th
     let first = window(&detail.step_scroll, detail.step, height, trace.steps.len());
     let width = usize::from(inner.width);
     let name_width = (width / 3).clamp(8, 28);
-    let bar_width = width.saturating_sub(1 + 4 + name_width + 1 + 8 + 1);
+    // The row's text: selector, error flag, 3-digit index, space, name, space, 8-wide
+    // duration, space; the bar takes exactly the rest.
+    let bar_width = width.saturating_sub(1 + 1 + 3 + 1 + name_width + 1 + 8 + 1);
     let mut lines = vec![source_line];
     for (i, step) in trace.steps.iter().enumerate().skip(first).take(height) {
         let selected = i == detail.step;
@@ -931,7 +935,7 @@ fn render_tools(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &The
             };
             let row = Row::new(vec![
                 Cell::from(if selected { theme.selector() } else { " " }),
-                Cell::from(escape_line(&s.tool, 120)),
+                Cell::from(escape_line(&s.tool_name, 120)),
                 Cell::from(format_count(s.calls)),
                 Cell::from(theme.bar(s.calls as f64 / max_calls, bar))
                     .style(theme.style(Role::Bar)),
@@ -971,104 +975,6 @@ fn render_tools(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &The
     );
 }
 
-type ListLine<'f> = dyn Fn(&str, &serde_json::Value) -> (String, Option<(String, Tone)>) + 'f;
-type Summary<'f> = dyn Fn(&str, &serde_json::Value) -> Vec<crate::docs::SummaryLine> + 'f;
-
-/// How one documents view lists and summarises its documents.
-struct DocsView<'f> {
-    title: &'static str,
-    empty: &'static str,
-    list_line: &'f ListLine<'f>,
-    summary: &'f Summary<'f>,
-    loading: bool,
-}
-
-/// The list on the left and the selected document on the right.
-fn render_documents(
-    frame: &mut Frame<'_>,
-    area: Rect,
-    docs: &DocsState,
-    theme: &Theme,
-    view: DocsView<'_>,
-) {
-    let DocsView {
-        title,
-        empty,
-        list_line,
-        summary,
-        loading,
-    } = view;
-    let Some(items) = docs.items.as_ref() else {
-        let text = if loading { "Loading..." } else { "" };
-        frame.render_widget(
-            Paragraph::new(text).block(theme.block(format!(" {title} "), true)),
-            area,
-        );
-        return;
-    };
-    if items.is_empty() {
-        frame.render_widget(
-            Paragraph::new(Text::from(empty.to_string()))
-                .block(theme.block(format!(" {title} (none) "), true)),
-            area,
-        );
-        return;
-    }
-    let left_width = ((u32::from(area.width) * 2 / 5) as u16).clamp(24.min(area.width), 60);
-    let [left, right] =
-        Layout::horizontal([Constraint::Length(left_width), Constraint::Fill(1)]).areas(area);
-    let block = theme.block(format!(" {title} {} ", items.len()), true);
-    let inner = block.inner(left);
-    frame.render_widget(block, left);
-    let height = usize::from(inner.height);
-    let first = window(&docs.scroll, docs.cursor, height, items.len());
-    let mut lines = Vec::new();
-    for (i, (key, doc)) in items.iter().enumerate().skip(first).take(height) {
-        let selected = i == docs.cursor;
-        let (text, badge) = list_line(key, doc);
-        let mut spans = vec![Span::styled(
-            format!("{}{}", if selected { theme.selector() } else { " " }, text),
-            if selected {
-                theme.style(Role::Selected)
-            } else {
-                Style::default()
-            },
-        )];
-        if let Some((badge, tone)) = badge {
-            spans.push(Span::styled(format!(" {badge}"), tone_style(theme, tone)));
-        }
-        lines.push(Line::from(spans));
-    }
-    frame.render_widget(Paragraph::new(lines), inner);
-
-    let Some((key, doc)) = items.get(docs.cursor) else {
-        return;
-    };
-    let block = theme.block(
-        format!(
-            " {} {}",
-            escape_line(key, 60),
-            if docs.raw { "(raw) " } else { "" }
-        ),
-        false,
-    );
-    let lines: Vec<Line<'_>> = if docs.raw {
-        raw_lines(doc, 5_000).into_iter().map(Line::from).collect()
-    } else {
-        summary(key, doc)
-            .into_iter()
-            .map(|l| Line::styled(l.text, tone_style(theme, l.tone)))
-            .collect()
-    };
-    let paragraph = Paragraph::new(lines).block(block);
-    let paragraph = if docs.raw {
-        paragraph
-    } else {
-        paragraph.wrap(Wrap { trim: false })
-    };
-    frame.render_widget(paragraph, right);
-}
-
 fn tone_style(theme: &Theme, tone: Tone) -> Style {
     match tone {
         Tone::Heading => theme.style(Role::Header),
@@ -1079,60 +985,287 @@ fn tone_style(theme: &Theme, tone: Tone) -> Style {
     }
 }
 
+/// The block shown while a list loads, or when the store holds none.
+fn empty_list(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    theme: &Theme,
+    title: &str,
+    loaded: bool,
+    loading: bool,
+    empty: &str,
+) {
+    if loaded {
+        frame.render_widget(
+            Paragraph::new(Text::from(empty.to_string()))
+                .wrap(Wrap { trim: false })
+                .block(theme.block(format!(" {title} (none) "), true)),
+            area,
+        );
+    } else {
+        let text = if loading { "Loading..." } else { "" };
+        frame.render_widget(
+            Paragraph::new(text).block(theme.block(format!(" {title} "), true)),
+            area,
+        );
+    }
+}
+
 fn render_patterns(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Theme) {
-    let arrow = if theme.ascii { " > " } else { " → " };
-    render_documents(
-        frame,
+    let patterns = &state.patterns;
+    let items = match patterns.items.as_ref() {
+        Some(items) if !items.is_empty() => items,
+        other => {
+            return empty_list(
+                frame,
+                area,
+                theme,
+                "Patterns",
+                other.is_some(),
+                state.is_loading(Slot::Patterns),
+                "No patterns in this store yet. `chainweaver mine` finds the tool sequences agents repeat and stores them here.",
+            );
+        }
+    };
+    let left_width = ((u32::from(area.width) * 11 / 20) as u16).clamp(24.min(area.width), 72);
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(left_width), Constraint::Fill(1)]).areas(area);
+    let block = theme.block(format!(" Patterns {} ", items.len()), true);
+    let inner = block.inner(left);
+    frame.render_widget(block, left);
+    let height = usize::from(inner.height);
+    let first = window(&patterns.scroll, patterns.cursor, height, items.len());
+    let mut lines = Vec::new();
+    for (i, pattern) in items.iter().enumerate().skip(first).take(height) {
+        let selected = i == patterns.cursor;
+        let support = format!(" x{}", pattern.support);
+        let room = usize::from(inner.width).saturating_sub(1 + support.chars().count());
+        let flow = fit_flow(&pattern_labels(pattern), room, theme.ascii);
+        let style = if selected {
+            theme.style(Role::Selected)
+        } else {
+            Style::default()
+        };
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{}{flow}", if selected { theme.selector() } else { " " }),
+                style,
+            ),
+            Span::styled(support, theme.style(Role::Dim)),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+
+    let Some(pattern) = patterns.selected() else {
+        return;
+    };
+    let title = format!(
+        " pattern {}{}",
+        patterns.cursor + 1,
+        if patterns.raw { " (raw) " } else { " " }
+    );
+    let block = theme.block(title, false);
+    let paragraph = if patterns.raw {
+        let value = serde_json::to_value(pattern).unwrap_or_default();
+        Paragraph::new(
+            raw_lines(&value, 5_000)
+                .into_iter()
+                .map(Line::from)
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        Paragraph::new(
+            pattern_summary(pattern)
+                .into_iter()
+                .map(|l| Line::styled(l.text, tone_style(theme, l.tone)))
+                .collect::<Vec<_>>(),
+        )
+        .wrap(Wrap { trim: false })
+    };
+    frame.render_widget(paragraph.block(block), right);
+}
+
+/// Widths of the Candidates table's columns after the flow.
+const CANDIDATE_COLUMNS: [u16; 5] = [7, 8, 7, 6, 7];
+
+fn render_candidates(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Theme) {
+    let candidates = &state.candidates;
+    let items = match candidates.items.as_ref() {
+        Some(items) if !items.is_empty() => items,
+        other => {
+            return empty_list(
+                frame,
+                area,
+                theme,
+                "Candidates",
+                other.is_some(),
+                state.is_loading(Slot::Candidates),
+                "No candidates in this store yet. `chainweaver mine` proposes candidate flows; `chainweaver verify` replays them and records verdicts.",
+            );
+        }
+    };
+    let verified = items
+        .iter()
+        .filter(|c| {
+            state
+                .verdict_of(&c.id)
+                .is_some_and(|v| v.status == VerdictStatus::Verified)
+        })
+        .count();
+    let title = format!(
+        " Candidates {}{}{verified} verified{}best first ",
+        items.len(),
+        theme.dot(),
+        theme.dot()
+    );
+    let block = theme
+        .block(title, true)
+        .title_bottom(" Exact: replays matching their recording; Saved: round trips saved ");
+    // Borders, the selector column and one space between columns.
+    let fixed: u16 =
+        CANDIDATE_COLUMNS.iter().sum::<u16>() + 2 + 1 + CANDIDATE_COLUMNS.len() as u16 + 1;
+    let flow_width = usize::from(area.width.saturating_sub(fixed)).max(8);
+    let height = usize::from(area.height.saturating_sub(3));
+    let first = window(&candidates.scroll, candidates.cursor, height, items.len());
+    let header = Row::new(vec![
+        Cell::from(""),
+        Cell::from("Flow"),
+        Cell::from("Support"),
+        Cell::from("Verdict"),
+        Cell::from("Exact"),
+        Cell::from("Saved"),
+        Cell::from("Score"),
+    ])
+    .style(theme.style(Role::Header));
+    let rows: Vec<Row<'_>> = items
+        .iter()
+        .enumerate()
+        .skip(first)
+        .take(height)
+        .map(|(i, candidate)| {
+            let selected = i == candidates.cursor;
+            let verdict = state.verdict_of(&candidate.id);
+            let (status, tone) = verdict_cell(verdict);
+            let evidence = &candidate.evidence;
+            let row = Row::new(vec![
+                Cell::from(if selected { theme.selector() } else { " " }),
+                Cell::from(fit_flow(&flow_labels(candidate), flow_width, theme.ascii)),
+                Cell::from(format_count(evidence.support as u64)),
+                Cell::from(status).style(tone_style(theme, tone)),
+                Cell::from(exact_cell(verdict)),
+                Cell::from(format_count(evidence.round_trips_saved as u64)),
+                Cell::from(format!("{:.2}", evidence.score)),
+            ]);
+            if selected {
+                row.style(theme.style(Role::Selected))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let mut widths = vec![Constraint::Length(1), Constraint::Fill(1)];
+    widths.extend(CANDIDATE_COLUMNS.iter().map(|w| Constraint::Length(*w)));
+    frame.render_widget(
+        Table::new(rows, widths)
+            .header(header)
+            .column_spacing(1)
+            .block(block),
         area,
-        &state.patterns,
-        theme,
-        DocsView {
-            title: "Patterns",
-            empty: "No patterns in this store yet. `chainweaver mine` finds the tool sequences agents repeat and stores them here.",
-            list_line: &|key, doc| {
-                let steps = doc_steps(doc);
-                let name = if steps.is_empty() {
-                    doc_name(key, doc)
-                } else {
-                    steps.join(arrow)
-                };
-                let support = doc_support(doc).map(|s| (format!("x{s}"), Tone::Plain));
-                (escape_line(&name, 200), support)
-            },
-            summary: &pattern_summary,
-            loading: state.is_loading(Slot::Patterns),
-        },
     );
 }
 
-fn render_candidates(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Theme) {
-    let verdicts = state.verdicts.as_deref().unwrap_or(&[]);
-    render_documents(
-        frame,
-        area,
-        &state.candidates,
-        theme,
-        DocsView {
-            title: "Candidates",
-            empty: "No candidates in this store yet. `chainweaver mine` proposes candidate flows; `chainweaver verify` replays them and records verdicts.",
-            list_line: &|key, doc| {
-                let name = doc_name(key, doc);
-                let badge = verdict_for(key, &name, verdicts)
-                    .and_then(verdict_status)
-                    .map(|status| {
-                        let tone = tone_of_status(&status);
-                        (status, tone)
-                    });
-                let support = doc_support(doc)
-                    .map(|s| format!(" x{s}"))
-                    .unwrap_or_default();
-                (escape_line(&format!("{name}{support}"), 200), badge)
-            },
-            summary: &|key, doc| {
-                let name = doc_name(key, doc);
-                candidate_summary(key, doc, verdict_for(key, &name, verdicts))
-            },
-            loading: state.is_loading(Slot::Candidates),
-        },
+/// A line cut into rows of at most `width` characters, at a space when one is near the end;
+/// continuation rows are indented.
+fn wrap_rows(text: &str, width: usize) -> Vec<String> {
+    const INDENT: &str = "      ";
+    let width = width.max(2 * INDENT.len());
+    let mut rest: Vec<char> = text.chars().collect();
+    let mut rows = Vec::new();
+    let mut room = width;
+    while rest.len() > room {
+        let cut = rest[..room]
+            .iter()
+            .rposition(|c| *c == ' ')
+            .filter(|at| *at > room / 2)
+            .unwrap_or(room);
+        let row: String = rest[..cut].iter().collect();
+        rows.push(row);
+        let skip = if rest.get(cut) == Some(&' ') { 1 } else { 0 };
+        rest.drain(..cut + skip);
+        room = width - INDENT.len();
+    }
+    let last: String = rest.into_iter().collect();
+    rows.push(last);
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            if i == 0 {
+                row.clone()
+            } else {
+                format!("{INDENT}{row}")
+            }
+        })
+        .collect()
+}
+
+fn render_candidate(frame: &mut Frame<'_>, area: Rect, state: &AppState, theme: &Theme) {
+    let view = &state.candidate;
+    let id = escape_line(view.id.as_deref().unwrap_or(""), 80);
+    let mode = if view.raw { "raw JSON" } else { "review" };
+    let block = theme.block(format!(" Candidate {id}{}{mode} ", theme.dot()), true);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let texts: Vec<(String, Style, bool)> = if view.raw {
+        view.raw_lines
+            .iter()
+            .map(|l| (l.clone(), Style::default(), false))
+            .collect()
+    } else {
+        view.lines
+            .iter()
+            .map(|l| (l.text.clone(), tone_style(theme, l.tone), l.jump.is_some()))
+            .collect()
+    };
+    if texts.is_empty() {
+        let text = if state.is_loading(Slot::Candidates) {
+            "Loading..."
+        } else {
+            "This candidate is no longer in the store (R reloads)."
+        };
+        frame.render_widget(Paragraph::new(text), inner);
+        return;
+    }
+    let width = usize::from(inner.width).saturating_sub(2);
+    let mut rows: Vec<(usize, String)> = Vec::new();
+    for (i, (text, _, _)) in texts.iter().enumerate() {
+        rows.extend(wrap_rows(text, width).into_iter().map(|r| (i, r)));
+    }
+    let cursor_row = rows.iter().position(|(i, _)| *i == view.line).unwrap_or(0);
+    let cursor_rows = rows.iter().filter(|(i, _)| *i == view.line).count();
+    let height = usize::from(inner.height);
+    // Keep the whole cursor line in view: its last row, then its first.
+    window(
+        &view.scroll,
+        cursor_row + cursor_rows.saturating_sub(1),
+        height,
+        rows.len(),
     );
+    let first = window(&view.scroll, cursor_row, height, rows.len());
+    let lines: Vec<Line<'_>> = rows
+        .iter()
+        .skip(first)
+        .take(height)
+        .map(|(i, text)| {
+            let (_, style, jumps) = &texts[*i];
+            let on = *i == view.line;
+            let marker = if on && *jumps { theme.selector() } else { " " };
+            let style = if on {
+                style.patch(theme.style(Role::Selected))
+            } else {
+                *style
+            };
+            Line::styled(format!("{marker} {text}"), style)
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines), inner);
 }

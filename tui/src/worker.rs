@@ -9,11 +9,11 @@ use std::collections::HashMap;
 use std::thread::JoinHandle;
 
 use chainweaver_recorder::model::TraceWithSteps;
+use chainweaver_recorder::model::candidate::{Candidate, PatternSummary, Verdict};
+use chainweaver_recorder::stats::{ToolStats, tool_stats};
 use chainweaver_recorder::store::{PageRequest, TraceFilter, TracePage, TraceStore};
+use chainweaver_recorder::workspace::Workspace;
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
-use serde_json::Value;
-
-use crate::stats::{ToolStat, tool_stats};
 
 /// What an answer is for. One answer per slot is awaited at a time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,8 +40,12 @@ pub enum Query {
     Trace { trace_id: String },
     /// Per-tool statistics over the steps of the traces matching the filter.
     ToolStats { filter: TraceFilter },
-    /// Every document of a kind.
-    Documents { kind: String },
+    /// The stored patterns, best-ranked first.
+    Patterns,
+    /// The stored candidates, best first.
+    Candidates,
+    /// Every stored verdict.
+    Verdicts,
 }
 
 /// A query with its slot and generation.
@@ -57,8 +61,10 @@ pub struct Request {
 pub enum Reply {
     Traces(TracePage),
     Trace(Option<Box<TraceWithSteps>>),
-    ToolStats(Vec<ToolStat>),
-    Documents(Vec<(String, Value)>),
+    ToolStats(Vec<ToolStats>),
+    Patterns(Vec<PatternSummary>),
+    Candidates(Vec<Candidate>),
+    Verdicts(Vec<Verdict>),
 }
 
 /// The answer to a [`Request`]; a store error arrives as its message.
@@ -82,14 +88,20 @@ pub fn execute(store: &dyn TraceStore, query: &Query) -> Result<Reply, String> {
             .map_err(|e| e.to_string()),
         Query::ToolStats { filter } => store
             .step_columns(filter)
-            .map(|columns| Reply::ToolStats(tool_stats(&columns)))
+            .and_then(|columns| tool_stats(&columns))
+            .map(Reply::ToolStats)
             .map_err(|e| e.to_string()),
-        Query::Documents { kind } => store
-            .list_documents(kind)
-            .map(|mut documents| {
-                crate::docs::rank_documents(&mut documents);
-                Reply::Documents(documents)
-            })
+        Query::Patterns => store
+            .patterns()
+            .map(Reply::Patterns)
+            .map_err(|e| e.to_string()),
+        Query::Candidates => store
+            .candidates()
+            .map(Reply::Candidates)
+            .map_err(|e| e.to_string()),
+        Query::Verdicts => store
+            .verdicts()
+            .map(Reply::Verdicts)
             .map_err(|e| e.to_string()),
     }
 }
@@ -189,9 +201,7 @@ mod tests {
         Request {
             slot,
             generation,
-            query: Query::Documents {
-                kind: "candidate".into(),
-            },
+            query: Query::Candidates,
         }
     }
 

@@ -1,6 +1,10 @@
 //! Side-effect guesses, from tool names and observed behaviour.
 
-use chainweaver_recorder::model::candidate::{Effect, ToolDeterminism};
+use std::collections::BTreeMap;
+
+use chainweaver_recorder::model::candidate::{Effect, StepEffect, ToolDeterminism};
+
+use super::profile::ToolProfiles;
 
 /// Verbs that name a read.
 const READ_VERBS: &[&str] = &[
@@ -96,6 +100,41 @@ pub(crate) fn guess_effect(tool: &str, determinism: Option<&ToolDeterminism>) ->
             Effect::Unknown,
             "name says nothing and no call was repeated".to_string(),
         ),
+    }
+}
+
+/// What the profiles say about a pattern's tools: determinism per tool, and each step's effect.
+pub(super) struct ToolBehaviour {
+    pub(super) determinism: BTreeMap<String, ToolDeterminism>,
+    pub(super) effects: Vec<StepEffect>,
+}
+
+impl ToolBehaviour {
+    /// Each tool's determinism from `profiles`, then each step's effect guessed from its tool.
+    pub(super) fn of(tools: &[String], profiles: &ToolProfiles) -> Self {
+        let mut determinism = BTreeMap::new();
+        for tool in tools {
+            if !determinism.contains_key(tool) {
+                determinism.insert(tool.clone(), profiles.determinism(tool));
+            }
+        }
+        let effects: Vec<StepEffect> = tools
+            .iter()
+            .enumerate()
+            .map(|(step, tool)| {
+                let (effect, reason) = guess_effect(tool, determinism.get(tool));
+                StepEffect {
+                    step,
+                    tool_name: tool.clone(),
+                    effect,
+                    reason,
+                }
+            })
+            .collect();
+        ToolBehaviour {
+            determinism,
+            effects,
+        }
     }
 }
 

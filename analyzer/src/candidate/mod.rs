@@ -44,35 +44,43 @@
 //!   each other score 0;
 //! - `effect_factor` = `1` for read-only flows, `0.75` when a step has (or may have) side
 //!   effects: those need live verification and a careful review.
+//!
+//! [`DagFlow`]: chainweaver_recorder::model::flow::DagFlow
 
+mod definition;
 mod effects;
+mod evidence;
+mod layout;
 mod profile;
+mod replay;
 mod schema;
 mod stats;
+mod wiring;
 
 pub use profile::ToolProfiles;
-use schema::infer_object_schema;
 pub use schema::infer_schema;
 pub use stats::{DailySupport, support_by_day};
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 
 use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{
-    Binding, BindingFlag, BindingSource, Candidate, CandidateStatus, Effect, Evidence,
-    OccurrenceRef, Pattern, Selection, StepEffect,
+    Binding, BindingSource, Candidate, CandidateStatus, Pattern,
 };
-use chainweaver_recorder::model::flow::{DagFlow, DagFlowStep, Flow, FlowDefinition, FlowStep};
-use serde_json::{Map, Value, json};
+use serde_json::Map;
 
 use crate::error::{AnalyzerError, Result};
-use crate::fast_hash::KeyIndex;
-use crate::infer::index::{escape_segment, lookup, member, split_first_segment, unescape_segment};
 use crate::infer::{
     InferConfig, OccurrenceView, index_occurrences, infer_from_views, occurrence_views,
     pattern_name, resolve_occurrences,
 };
 use crate::parallel;
+use definition::{candidate_id, flow_definition, flow_metadata, flow_schemas, tool_schemas};
+use effects::ToolBehaviour;
+use evidence::evidence;
+use layout::{Layout, is_linear, output_mappings, step_dependencies};
+use replay::replay_mappings;
+use wiring::{Builder, input_mappings, wire_bindings};
 
 /// Tuning of candidate building.
 #[derive(Debug, Clone, PartialEq)]
@@ -364,158 +372,9 @@ pub fn flow_name(tools: &[String]) -> String {
     tools.join("_then_")
 }
 
-// ----------------------------------------------------------------------------------------
-
-/// Where a mapped value comes from in the flow's context.
-#[derive(Debug, Clone, PartialEq)]
-enum Wire {
-    /// A context key, plus a pointer inside its value.
-    Context {
-        key: String,
-        suffix: String,
-    },
-    Literal(Value),
-}
-
-#[derive(Debug, Default)]
-struct FlowInput<'v> {
-    /// Per occurrence, the value the caller would have passed.
-    values: Vec<Option<&'v Value>>,
-    default: Option<Value>,
-}
-
-struct Builder<'a, 'v> {
-    views: &'a [OccurrenceView<'v>],
-    step_ids: Vec<String>,
-    /// Output is an object in the occurrences (else it is wrapped as `{"result": ...}`).
-    object_output: Vec<bool>,
-    inputs: Vec<(String, FlowInput<'v>)>,
-    used_names: HashSet<String>,
-    /// Per step: context key -> output key.
-    output_keys: Vec<Vec<(String, String)>>,
-    depends: Vec<HashSet<usize>>,
-}
-
-impl<'v> Builder<'_, 'v> {
-    fn field_values(&self, step: usize, pointer: &str) -> Vec<Option<&'v Value>> {
-        self.views
-            .iter()
-            .map(|v| {
-                let steps: &'v [&'v chainweaver_recorder::model::ObservedStep] = v.steps;
-                lookup(&steps[step].inputs, pointer)
-            })
-            .collect()
-    }
-
-    fn fresh_input(&mut self, base: &str, values: Vec<Option<&'v Value>>) -> String {
-        let base = if base.is_empty() { "input" } else { base };
-        let mut name = base.to_string();
-        let mut n = 2;
-        while self.used_names.contains(&name) {
-            name = format!("{base}_{n}");
-            n += 1;
-        }
-        self.used_names.insert(name.clone());
-        self.inputs.push((
-            name.clone(),
-            FlowInput {
-                values,
-                default: None,
-            },
-        ));
-        name
-    }
-
-    fn named_input(&mut self, name: &str, values: Vec<Option<&'v Value>>) {
-        if !self.inputs.iter().any(|(n, _)| n == name) {
-            self.used_names.insert(name.to_string());
-            self.inputs.push((
-                name.to_string(),
-                FlowInput {
-                    values,
-                    default: None,
-                },
-            ));
-        }
-    }
-
-    /// Wire a value at `pointer` of step `from`'s normalized output into step `to`.
-    fn output_wire(&mut self, to: usize, from: usize, pointer: &str) -> Option<Wire> {
-        let step_id = &self.step_ids[from];
-        let (output_key, suffix) = if self.object_output[from] {
-            let (key, tail) = split_first_segment(pointer)?;
-            (key.into_owned(), tail.to_string())
-        } else {
-            ("result".to_string(), pointer.to_string())
-        };
-        let context_key = format!("{step_id}.{output_key}");
-        if !self.output_keys[from]
-            .iter()
-            .any(|(c, _)| *c == context_key)
-        {
-            self.output_keys[from].push((context_key.clone(), output_key));
-        }
-        self.depends[to].insert(from);
-        Some(Wire::Context {
-            key: context_key,
-            suffix,
-        })
-    }
-}
-
-fn with_index(list_pointer: &str, index: usize, item_pointer: &str) -> String {
-    format!("{list_pointer}/{index}{item_pointer}")
-}
-
-fn wire_to_mapping(wire: &Wire) -> Value {
-    match wire {
-        Wire::Context { key, suffix } if suffix.is_empty() && !key.starts_with('/') => {
-            Value::String(key.clone())
-        }
-        Wire::Context { key, suffix } => Value::String(format!("/{}{suffix}", escape_segment(key))),
-        Wire::Literal(value) => value.clone(),
-    }
-}
-
-fn set_pointer(target: &mut Value, pointer: &str, value: Value) {
-    let mut node = target;
-    let segments: Vec<String> = pointer
-        .split('/')
-        .skip(1)
-        .map(|s| unescape_segment(s).into_owned())
-        .collect();
-    for (i, segment) in segments.iter().enumerate() {
-        if !node.is_object() {
-            *node = Value::Object(Map::new());
-        }
-        let Value::Object(map) = node else { return };
-        if i + 1 == segments.len() {
-            map.insert(segment.clone(), value);
-            return;
-        }
-        node = map
-            .entry(segment.clone())
-            .or_insert(Value::Object(Map::new()));
-    }
-}
-
-fn top_key(field: &str) -> String {
-    let rest = field.strip_prefix('/').unwrap_or(field);
-    unescape_segment(rest.split('/').next().unwrap_or("")).into_owned()
-}
-
-fn sanitize(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
+/// Propose `pattern` as a flow from its occurrences and bindings, in phases: wire each binding,
+/// build the input mappings, lay the steps out, replay the mappings over the occurrences, then
+/// infer the schemas and weigh the evidence.
 fn assemble(
     traces: &[TraceWithSteps],
     pattern: &Pattern,
@@ -524,534 +383,51 @@ fn assemble(
     profiles: &ToolProfiles,
     config: &CandidateConfig,
 ) -> Candidate {
-    let len = pattern.len();
-    let mut step_ids = Vec::with_capacity(len);
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for tool in &pattern.tools {
-        let n = seen.entry(tool.as_str()).or_insert(0);
-        *n += 1;
-        step_ids.push(if *n == 1 {
-            tool.clone()
-        } else {
-            format!("{tool}_{n}")
-        });
-    }
-    let object_output = (0..len)
-        .map(|s| {
-            views
-                .iter()
-                .find_map(|v| v.outputs[s])
-                .is_none_or(Value::is_object)
-        })
-        .collect();
-    let mut builder = Builder {
+    let mut builder = Builder::new(views, &pattern.tools, &bindings);
+    let (wires, templates) = wire_bindings(&mut builder, &bindings);
+    let (input_mappings, constants) = input_mappings(&mut builder, &mut bindings, &wires);
+    let behaviour = ToolBehaviour::of(&pattern.tools, profiles);
+    let depends = step_dependencies(
+        std::mem::take(&mut builder.depends),
+        &bindings,
+        &behaviour.effects,
+    );
+    let linear = is_linear(&depends);
+    let output_mappings = output_mappings(&builder, &depends, linear);
+    let replay = replay_mappings(&builder, &input_mappings, &output_mappings);
+    let schemas = flow_schemas(&builder, &replay.final_contexts, config.max_enum_values);
+    let tool_schemas = tool_schemas(&pattern.tools, profiles);
+    let evidence = evidence(
+        traces,
+        pattern,
         views,
-        step_ids,
-        object_output,
-        inputs: Vec::new(),
-        used_names: bindings
-            .iter()
-            .filter_map(|b| match &b.source {
-                BindingSource::FlowInput { name } => Some(name.clone()),
-                _ => None,
-            })
-            .collect(),
-        output_keys: vec![Vec::new(); len],
-        depends: vec![HashSet::new(); len],
-    };
-
-    // Wires, binding by binding; `wires[i]` is `None` when the source is not expressible.
-    let mut wires: Vec<Option<Wire>> = Vec::with_capacity(bindings.len());
-    let mut templates = Vec::new();
-    for i in 0..bindings.len() {
-        let binding = &bindings[i];
-        let wire = match &binding.source {
-            BindingSource::FlowInput { name } => {
-                let values = builder.field_values(binding.step, &binding.field);
-                builder.named_input(name, values);
-                Some(Wire::Context {
-                    key: name.clone(),
-                    suffix: String::new(),
-                })
-            }
-            BindingSource::StepOutput { step, pointer } => {
-                builder.output_wire(binding.step, *step, pointer)
-            }
-            BindingSource::StepInput { step, pointer } => {
-                // Same value as an earlier step's argument: wire it like that argument.
-                let earlier = bindings[..i].iter().zip(&wires).find_map(|(b, w)| {
-                    let suffix = pointer.strip_prefix(b.field.as_str())?;
-                    (b.step == *step && (suffix.is_empty() || suffix.starts_with('/')))
-                        .then_some((w.clone(), suffix.to_string()))
-                });
-                match earlier {
-                    Some((Some(Wire::Context { key, suffix }), more)) => {
-                        let origin = builder
-                            .output_keys
-                            .iter()
-                            .position(|keys| keys.iter().any(|(c, _)| *c == key));
-                        if let Some(origin) = origin {
-                            builder.depends[binding.step].insert(origin);
-                        }
-                        Some(Wire::Context {
-                            key,
-                            suffix: format!("{suffix}{more}"),
-                        })
-                    }
-                    Some((Some(Wire::Literal(value)), more)) => {
-                        let inner = if more.is_empty() {
-                            Some(value)
-                        } else {
-                            lookup(&value, &more).cloned()
-                        };
-                        inner.map(Wire::Literal)
-                    }
-                    _ => None,
-                }
-            }
-            BindingSource::Constant { value } => Some(Wire::Literal(value.clone())),
-            BindingSource::ListElement {
-                step,
-                list_pointer,
-                item_pointer,
-                selection,
-            } => match selection {
-                Selection::First => builder.output_wire(
-                    binding.step,
-                    *step,
-                    &with_index(list_pointer, 0, item_pointer),
-                ),
-                Selection::Index { index } => builder.output_wire(
-                    binding.step,
-                    *step,
-                    &with_index(list_pointer, *index, item_pointer),
-                ),
-                Selection::Last | Selection::Chosen => None,
-            },
-            BindingSource::Map {
-                step,
-                list_pointer,
-                item_pointer,
-                index,
-                ..
-            } => builder.output_wire(
-                binding.step,
-                *step,
-                &with_index(list_pointer, *index, item_pointer),
-            ),
-            BindingSource::Template { template, .. } => {
-                templates.push(json!({
-                    "step": builder.step_ids[binding.step],
-                    "field": binding.field,
-                    "template": template,
-                }));
-                None
-            }
-        };
-        wires.push(wire);
-    }
-
-    // Input mappings, top-level key by top-level key.
-    let mut mappings: Vec<Map<String, Value>> = vec![Map::new(); len];
-    let mut constants = Vec::new();
-    let mut string_constants: HashMap<(String, String), String> = HashMap::new();
-    for (step, mapping) in mappings.iter_mut().enumerate() {
-        let members: Vec<usize> = (0..bindings.len())
-            .filter(|&i| bindings[i].step == step)
-            .collect();
-        let mut keys: Vec<String> = Vec::new();
-        for &i in &members {
-            let key = top_key(&bindings[i].field);
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-        for key in keys {
-            let group: Vec<usize> = members
-                .iter()
-                .copied()
-                .filter(|&i| top_key(&bindings[i].field) == key)
-                .collect();
-            let whole = format!("/{}", escape_segment(&key));
-            let single = group.len() == 1 && bindings[group[0]].field == whole;
-            let mapped = if single {
-                let i = group[0];
-                match (&wires[i], &bindings[i].source) {
-                    (Some(Wire::Literal(Value::String(text))), _) => {
-                        // A string in input_mapping is a context reference: carry the
-                        // constant as a flow input with a default (one input per field name
-                        // and value, however many steps take it).
-                        let name = match string_constants.get(&(key.clone(), text.clone())) {
-                            Some(name) => name.clone(),
-                            None => {
-                                let values = builder.field_values(step, &whole);
-                                let name = builder.fresh_input(&sanitize(&key), values);
-                                if let Some((_, input)) = builder.inputs.last_mut() {
-                                    input.default = Some(Value::String(text.clone()));
-                                }
-                                constants.push(json!({"input": name, "value": text}));
-                                string_constants.insert((key.clone(), text.clone()), name.clone());
-                                name
-                            }
-                        };
-                        Some(Wire::Context {
-                            key: name,
-                            suffix: String::new(),
-                        })
-                    }
-                    (Some(wire), _) => Some(wire.clone()),
-                    (None, _) => None,
-                }
-            } else if group
-                .iter()
-                .all(|&i| matches!(wires[i], Some(Wire::Literal(_))))
-            {
-                let mut object = Value::Object(Map::new());
-                for &i in &group {
-                    if let Some(Wire::Literal(value)) = &wires[i] {
-                        let inner = &bindings[i].field[whole.len()..];
-                        set_pointer(&mut object, inner, value.clone());
-                    }
-                }
-                Some(Wire::Literal(object))
-            } else {
-                None
-            };
-            let wire = match mapped {
-                Some(wire) => wire,
-                None => {
-                    for &i in &group {
-                        if !bindings[i].flags.contains(&BindingFlag::AgentChoice)
-                            && !bindings[i].flags.contains(&BindingFlag::NotExpressible)
-                        {
-                            bindings[i].flags.push(BindingFlag::NotExpressible);
-                        }
-                    }
-                    let values = builder.field_values(step, &whole);
-                    let name = builder.fresh_input(&sanitize(&key), values);
-                    Wire::Context {
-                        key: name,
-                        suffix: String::new(),
-                    }
-                }
-            };
-            mapping.insert(key, wire_to_mapping(&wire));
-        }
-    }
-
-    // Effects and determinism.
-    let mut determinism = BTreeMap::new();
-    for tool in &pattern.tools {
-        if !determinism.contains_key(tool) {
-            determinism.insert(tool.clone(), profiles.determinism(tool));
-        }
-    }
-    let step_effects: Vec<StepEffect> = pattern
-        .tools
-        .iter()
-        .enumerate()
-        .map(|(step, tool)| {
-            let (effect, reason) = effects::guess_effect(tool, determinism.get(tool));
-            StepEffect {
-                step,
-                tool_name: tool.clone(),
-                effect,
-                reason,
-            }
-        })
-        .collect();
-    let read_only = step_effects.iter().all(|e| e.effect == Effect::ReadOnly);
-
-    // Dependencies: data (wired or not: a choice among an earlier step's results still waits
-    // for them), then effect order.
-    let mut depends = builder.depends.clone();
-    for binding in &bindings {
-        match &binding.source {
-            BindingSource::StepOutput { step, .. }
-            | BindingSource::ListElement { step, .. }
-            | BindingSource::Map { step, .. } => {
-                depends[binding.step].insert(*step);
-            }
-            BindingSource::Template { slots, .. } => {
-                for slot in slots {
-                    if let BindingSource::StepOutput { step, .. } = slot.source {
-                        depends[binding.step].insert(step);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-    for step in 0..len {
-        if step_effects[step].effect != Effect::ReadOnly {
-            for deps in depends.iter_mut().skip(step + 1) {
-                deps.insert(step);
-            }
-            depends[step].extend(0..step);
-        }
-    }
-    let mut level = vec![0usize; len];
-    for step in 0..len {
-        level[step] = depends[step]
-            .iter()
-            .map(|&d| level[d] + 1)
-            .max()
-            .unwrap_or(0);
-    }
-    let mut levels: Vec<usize> = level.clone();
-    levels.sort_unstable();
-    levels.dedup();
-    let linear = levels.len() == len;
-
-    // Output mappings.
-    let mut output_mappings: Vec<Option<Map<String, Value>>> = Vec::with_capacity(len);
-    for step in 0..len {
-        let last_of_linear = linear && step + 1 == len;
-        if last_of_linear {
-            output_mappings.push(None);
-            continue;
-        }
-        let mut mapping = Map::new();
-        for (context_key, output_key) in &builder.output_keys[step] {
-            mapping.insert(context_key.clone(), Value::String(output_key.clone()));
-        }
-        let is_sink = !linear && !depends.iter().any(|d| d.contains(&step));
-        if is_sink {
-            for output_key in always_present_keys(views, step, builder.object_output[step]) {
-                let context_key = format!("{}.{output_key}", builder.step_ids[step]);
-                mapping
-                    .entry(context_key)
-                    .or_insert(Value::String(output_key));
-            }
-        }
-        output_mappings.push(Some(mapping));
-    }
-
-    // Replay the mappings over the occurrences: reproduction and the final contexts.
-    let mut reproduced = 0;
-    let mut final_contexts = Vec::with_capacity(views.len());
-    for (o, view) in views.iter().enumerate() {
-        let mut context = Context::default();
-        for (name, input) in &builder.inputs {
-            if let Some(value) = input.values[o].or(input.default.as_ref()) {
-                context.insert(name, value);
-            }
-        }
-        let mut all_equal = true;
-        for step in 0..len {
-            if !resolves_to(&mappings[step], &context, &view.steps[step].inputs) {
-                all_equal = false;
-            }
-            if let Some(output) = view.outputs[step] {
-                // Outputs that are not objects are seen as `{"result": output}`.
-                let wrapped_get = |key: &str| match output {
-                    Value::Object(map) => member(map, key),
-                    other => (key == "result").then_some(other),
-                };
-                match &output_mappings[step] {
-                    None => match output {
-                        Value::Object(map) => {
-                            for (key, value) in map {
-                                context.insert(key, value);
-                            }
-                        }
-                        other => context.insert("result", other),
-                    },
-                    Some(mapping) => {
-                        for (context_key, output_key) in mapping {
-                            if let Some(value) = output_key.as_str().and_then(wrapped_get) {
-                                context.insert(context_key, value);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        if all_equal {
-            reproduced += 1;
-        }
-        final_contexts.push(context);
-    }
-
-    // Schemas.
-    let max_enum = config.max_enum_values;
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for (name, input) in &builder.inputs {
-        let observed: Vec<&Value> = input.values.iter().flatten().copied().collect();
-        let mut schema = infer_schema(observed.iter().copied(), max_enum);
-        if let (Some(default), Value::Object(map)) = (&input.default, &mut schema) {
-            map.insert("default".into(), default.clone());
-        }
-        if input.default.is_none() && observed.len() == views.len() {
-            required.push(Value::String(name.clone()));
-        }
-        properties.insert(name.clone(), schema);
-    }
-    let input_schema = json!({"type": "object", "properties": properties, "required": required});
-    let output_schema = infer_object_schema(final_contexts.iter().map(Context::entries), max_enum);
-    let mut tool_schemas = BTreeMap::new();
-    for tool in &pattern.tools {
-        if !tool_schemas.contains_key(tool) {
-            tool_schemas.insert(tool.clone(), profiles.schema(tool));
-        }
-    }
-
-    // Evidence and score.
-    let n = views.len().max(1) as f64;
-    let success = views
-        .iter()
-        .filter(|v| v.steps.iter().all(|s| !s.is_error()))
-        .count();
-    let success_rate = success as f64 / n;
-    let support = pattern.support();
-    let round_trips_saved = support * len.saturating_sub(1);
-    let mean_confidence = if bindings.is_empty() {
-        1.0
-    } else {
-        bindings.iter().map(|b| b.confidence).sum::<f64>() / bindings.len() as f64
-    };
-    let binding_quality = if bindings.is_empty() {
-        1.0
-    } else {
-        bindings
-            .iter()
-            .map(|b| {
-                if b.is_flagged() && b.flags != [BindingFlag::Optional] {
-                    config.flagged_binding_weight
-                } else {
-                    b.confidence
-                }
-            })
-            .sum::<f64>()
-            / bindings.len() as f64
-    };
-    let determinism_factor = pattern
-        .tools
-        .iter()
-        .map(|t| determinism.get(t).and_then(|d| d.ratio).unwrap_or(1.0))
-        .sum::<f64>()
-        / len.max(1) as f64;
-    let effect_factor = if read_only {
-        1.0
-    } else {
-        config.side_effect_factor
-    };
-    let linked = linked_steps(len, bindings.iter().map(|b| (b.step, &b.source)));
-    let data_flow = linked.iter().filter(|&&l| l).count() as f64 / len.max(1) as f64;
-    let score = round_trips_saved as f64
-        * data_flow
-        * data_flow
-        * success_rate
-        * binding_quality
-        * determinism_factor
-        * effect_factor;
-    let evidence = Evidence {
-        support,
-        data_flow,
-        occurrences: views.len(),
-        occurrence_refs: views
-            .iter()
-            .map(|v| OccurrenceRef {
-                trace_id: v.trace.trace.trace_id.clone(),
-                step_indices: v.steps.iter().map(|s| s.step_index).collect(),
-            })
-            .collect(),
-        success_rate,
-        mean_confidence,
-        flagged_bindings: bindings.iter().filter(|b| b.is_flagged()).count(),
-        reproduced: reproduced as f64 / n,
-        determinism,
-        round_trips_saved,
-        effects: step_effects,
-        read_only,
-        support_by_day: support_by_day(traces, pattern).by_day,
-        score,
-    };
-
-    // The flow.
-    let name = flow_name(&pattern.tools);
-    let id = if pattern.gapped {
-        format!("{name}~gapped")
-    } else {
-        name.clone()
-    };
-    let description = format!(
-        "Mined: {} ({} occurrences in {} traces).",
-        pattern.tools.join(" -> "),
-        views.len(),
-        support
+        &bindings,
+        behaviour,
+        replay.reproduced,
+        config,
     );
-    let mut metadata = Map::new();
-    metadata.insert("mined_candidate".into(), Value::String(id.clone()));
-    metadata.insert(
-        "output_normalization".into(),
-        Value::String(
-            "JSON text results are parsed; a result that is not an object is {\"result\": value}"
-                .into(),
-        ),
+    let id = candidate_id(pattern);
+    let metadata = flow_metadata(
+        &id,
+        &builder.step_ids,
+        &input_mappings,
+        templates,
+        constants,
     );
-    if !templates.is_empty() {
-        metadata.insert("templates".into(), Value::Array(templates));
-    }
-    // An empty input_mapping hands a tool the whole context: flag the steps observed with no
-    // arguments, which a mapping cannot express.
-    let whole_context: Vec<Value> = (0..len)
-        .filter(|&s| mappings[s].is_empty())
-        .map(|s| Value::String(builder.step_ids[s].clone()))
-        .collect();
-    if !whole_context.is_empty() {
-        metadata.insert(
-            "steps_given_whole_context".into(),
-            Value::Array(whole_context),
-        );
-    }
-    if !constants.is_empty() {
-        metadata.insert("string_constants".into(), Value::Array(constants));
-    }
-    let flow = if linear {
-        FlowDefinition::Linear(Flow {
-            name: name.clone(),
-            version: "1.0.0".into(),
-            description,
-            steps: (0..len)
-                .map(|s| {
-                    let mut step = FlowStep::new(pattern.tools[s].clone(), mappings[s].clone());
-                    step.output_mapping = output_mappings[s].clone();
-                    step
-                })
-                .collect(),
-            input_schema: Some(input_schema),
-            output_schema: Some(output_schema),
-            metadata,
-        })
-    } else {
-        FlowDefinition::Dag(DagFlow {
-            name: name.clone(),
-            version: "1.0.0".into(),
-            description,
-            steps: (0..len)
-                .map(|s| {
-                    let mut deps: Vec<usize> = depends[s].iter().copied().collect();
-                    deps.sort_unstable();
-                    DagFlowStep {
-                        step_id: builder.step_ids[s].clone(),
-                        tool_name: pattern.tools[s].clone(),
-                        depends_on: deps.iter().map(|&d| builder.step_ids[d].clone()).collect(),
-                        input_mapping: mappings[s].clone(),
-                        output_mapping: output_mappings[s].clone(),
-                        retry_policy: None,
-                        on_error: Default::default(),
-                        input_templates: Default::default(),
-                        output_key: None,
-                    }
-                })
-                .collect(),
-            input_schema: Some(input_schema),
-            output_schema: Some(output_schema),
-            metadata,
-        })
+    let layout = Layout {
+        input_mappings,
+        output_mappings,
+        depends,
+        linear,
     };
+    let flow = flow_definition(
+        pattern,
+        &builder.step_ids,
+        &evidence,
+        layout,
+        schemas,
+        metadata,
+    );
     Candidate {
         id,
         tools: pattern.tools.clone(),
@@ -1061,121 +437,11 @@ fn assemble(
         tool_schemas,
         evidence,
         status: CandidateStatus::Proposed,
+        split: None,
+        sample: None,
+        behaviour: None,
         metadata: Map::new(),
     }
-}
-
-/// Output keys present in every successful occurrence of a step (`result` for wrapped ones).
-fn always_present_keys(views: &[OccurrenceView<'_>], step: usize, object: bool) -> Vec<String> {
-    if !object {
-        return vec!["result".to_string()];
-    }
-    let mut keys: Option<Vec<String>> = None;
-    for view in views {
-        let Some(Value::Object(map)) = view.outputs[step] else {
-            continue;
-        };
-        keys = Some(match keys {
-            None => map.keys().cloned().collect(),
-            Some(previous) => previous
-                .into_iter()
-                .filter(|k| map.contains_key(k))
-                .collect(),
-        });
-    }
-    keys.unwrap_or_default()
-}
-
-/// A flow context during the mapping replay: keys in insertion order, values borrowed from the
-/// occurrences and the candidate (payloads are never copied).
-#[derive(Debug, Default)]
-struct Context<'c> {
-    keys: KeyIndex<&'c str>,
-    values: Vec<&'c Value>,
-}
-
-impl<'c> Context<'c> {
-    fn get(&self, key: &str) -> Option<&'c Value> {
-        self.keys.position(key).map(|at| self.values[at])
-    }
-
-    /// Like a map insert: an existing key keeps its place and takes the new value.
-    fn insert(&mut self, key: &'c str, value: &'c Value) {
-        match self.keys.position(key) {
-            Some(at) => self.values[at] = value,
-            None => {
-                self.keys.push(key);
-                self.values.push(value);
-            }
-        }
-    }
-
-    /// The entries in insertion order.
-    fn entries(&self) -> impl Iterator<Item = (&'c str, &'c Value)> + '_ {
-        self.keys
-            .keys()
-            .iter()
-            .copied()
-            .zip(self.values.iter().copied())
-    }
-
-    /// Equal as JSON objects (key order does not matter).
-    fn equals(&self, map: &Map<String, Value>) -> bool {
-        self.values.len() == map.len() && self.entries().all(|(k, v)| member(map, k) == Some(v))
-    }
-}
-
-/// Whether `mapping` resolved against `context` gives exactly `inputs`: [`resolve`] followed
-/// by a comparison, without copying the context or the resolved values.
-fn resolves_to(mapping: &Map<String, Value>, context: &Context<'_>, inputs: &Value) -> bool {
-    let Value::Object(inputs) = inputs else {
-        return false;
-    };
-    if mapping.is_empty() {
-        return context.equals(inputs);
-    }
-    let mut resolved = 0;
-    for (field, source) in mapping {
-        let value = match source {
-            Value::String(s) if s.starts_with('/') => context_pointer(context, s),
-            Value::String(s) => context.get(s),
-            literal => Some(literal),
-        };
-        if let Some(value) = value {
-            resolved += 1;
-            if member(inputs, field) != Some(value) {
-                return false;
-            }
-        }
-    }
-    resolved == inputs.len()
-}
-
-/// `pointer` (starting with `/`) resolved in the context seen as one object.
-fn context_pointer<'c>(context: &Context<'c>, pointer: &str) -> Option<&'c Value> {
-    let (key, tail) = split_first_segment(pointer)?;
-    lookup(context.get(&key)?, tail)
-}
-
-/// What an input mapping hands a tool, given a context (the specification's semantics).
-#[cfg(test)]
-fn resolve(mapping: &Map<String, Value>, context: &Map<String, Value>) -> Value {
-    if mapping.is_empty() {
-        return Value::Object(context.clone());
-    }
-    let whole = Value::Object(context.clone());
-    let mut resolved = Map::new();
-    for (field, source) in mapping {
-        let value = match source {
-            Value::String(s) if s.starts_with('/') => whole.pointer(s).cloned(),
-            Value::String(s) => context.get(s).cloned(),
-            literal => Some(literal.clone()),
-        };
-        if let Some(value) = value {
-            resolved.insert(field.clone(), value);
-        }
-    }
-    Value::Object(resolved)
 }
 
 #[cfg(test)]

@@ -1,3 +1,8 @@
+use chainweaver_recorder::model::candidate::{BindingFlag, Effect};
+use chainweaver_recorder::model::flow::{Flow, FlowDefinition};
+use serde_json::{Value, json};
+
+use super::replay::{Context, resolve, resolves_to};
 use super::*;
 use crate::infer::tests::{contiguous, traces_of};
 

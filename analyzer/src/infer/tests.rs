@@ -1,5 +1,5 @@
 use super::*;
-use chainweaver_recorder::model::candidate::Occurrence;
+use chainweaver_recorder::model::candidate::{Alternative, BindingFlag, Occurrence, Selection};
 use chainweaver_recorder::model::{ObservedStep, ObservedTrace};
 use serde_json::json;
 
@@ -66,7 +66,7 @@ fn binding<'a>(bindings: &'a [Binding], step: usize, field: &str) -> &'a Binding
 }
 
 #[test]
-fn output_data_flow_prefers_the_nearest_step_and_parses_json_text() {
+fn output_data_flow_prefers_the_earliest_step_and_parses_json_text() {
     let traces = traces_of(
         (0..4)
             .map(|k| {
@@ -76,9 +76,13 @@ fn output_data_flow_prefers_the_nearest_step_and_parses_json_text() {
                     (
                         "b",
                         json!({"id": id.clone()}),
-                        json!(json!({"id": id.clone(), "n": k}).to_string()),
+                        json!(json!({"id": id.clone(), "n": format!("n-{k}")}).to_string()),
                     ),
-                    ("c", json!({"id": id.clone()}), json!({})),
+                    (
+                        "c",
+                        json!({"id": id.clone(), "n": format!("n-{k}")}),
+                        json!({}),
+                    ),
                 ]
             })
             .collect(),
@@ -95,22 +99,71 @@ fn output_data_flow_prefers_the_nearest_step_and_parses_json_text() {
             pointer: String::new()
         }
     );
+    // b's output only echoes the id a produced: a is the cause, b an alternative.
     let c_id = binding(&bindings, 2, "/id");
-    // b's output is JSON text: parsed, so /id reaches inside; b is nearer than a.
     assert_eq!(
         c_id.source,
         BindingSource::StepOutput {
-            step: 1,
-            pointer: "/id".into()
+            step: 0,
+            pointer: String::new()
         }
     );
     assert_eq!(c_id.confidence, 1.0);
     assert!(c_id.alternatives.iter().any(|a| a.source
         == BindingSource::StepOutput {
-            step: 0,
-            pointer: String::new()
+            step: 1,
+            pointer: "/id".into()
         }));
+    // b's output is JSON text: parsed, so /n reaches inside it.
+    let c_n = binding(&bindings, 2, "/n");
+    assert_eq!(
+        c_n.source,
+        BindingSource::StepOutput {
+            step: 1,
+            pointer: "/n".into()
+        }
+    );
     assert!(bindings.iter().all(|b| b.flags.is_empty()), "{bindings:#?}");
+}
+
+#[test]
+fn an_echoing_step_is_never_the_source() {
+    // Step b echoes the query a was given; c reads the query: its source is a's input (the
+    // flow input), not b's copy.
+    let traces = traces_of(
+        (0..5)
+            .map(|k| {
+                let query = format!("query {k}");
+                vec![
+                    ("a", json!({"query": query.clone()}), json!({"hits": k})),
+                    (
+                        "b",
+                        json!({"hits": k}),
+                        json!({"query": query.clone(), "hits": k}),
+                    ),
+                    ("c", json!({"query": query.clone()}), json!({})),
+                ]
+            })
+            .collect(),
+    );
+    let bindings = infer(&traces, &["a", "b", "c"]);
+    let c_query = binding(&bindings, 2, "/query");
+    assert_eq!(
+        c_query.source,
+        BindingSource::StepInput {
+            step: 0,
+            pointer: "/query".into()
+        },
+        "{c_query:#?}"
+    );
+    let b_hits = binding(&bindings, 1, "/hits");
+    assert_eq!(
+        b_hits.source,
+        BindingSource::StepOutput {
+            step: 0,
+            pointer: "/hits".into()
+        }
+    );
 }
 
 #[test]

@@ -1,8 +1,6 @@
 //! Edge cases of the ChainAnalyzer: empty input, one trace, one very long trace, arguments that
 //! are not objects, huge and deeply nested outputs, thousands of distinct tools.
 
-use std::time::{Duration, Instant};
-
 use chainweaver_analyzer::candidate::{CandidateConfig, build_candidates};
 use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
 use chainweaver_analyzer::spm::{self, ContiguousOptions, SequenceDb};
@@ -111,10 +109,10 @@ fn one_trace_needs_min_support_one_and_then_binds() {
     );
 }
 
-/// One trace of 100,000 steps: a repeated pair, mined and bound in bounded time.
+/// One trace of 100,000 steps: a repeated pair, mined and bound. (How long it takes is for the
+/// mining benchmark to measure.)
 #[test]
-fn one_trace_of_100k_steps_is_linear() {
-    let started = Instant::now();
+fn one_trace_of_100k_steps_is_mined_and_bound() {
     // (find_user get_user) 50,000 times, each pair with its own user.
     let mut steps = Vec::with_capacity(100_000);
     for n in 0..50_000 {
@@ -205,12 +203,6 @@ fn one_trace_of_100k_steps_is_linear() {
     );
     assert_eq!(binding.confidence, 1.0);
     assert_eq!(candidate.evidence.reproduced, 1.0);
-    // Generous: linear work on 100,000 steps; a quadratic pass would take hours.
-    assert!(
-        started.elapsed() < Duration::from_secs(120),
-        "took {:?}",
-        started.elapsed()
-    );
 }
 
 #[test]
@@ -310,7 +302,6 @@ fn huge_outputs_are_bounded_and_still_bind() {
             )
         })
         .collect();
-    let started = Instant::now();
     let outcome = analyzer(3).analyze(&traces).unwrap();
     let candidate = outcome
         .candidates
@@ -343,7 +334,6 @@ fn huge_outputs_are_bounded_and_still_bind() {
         candidate.tool_schemas["get_report"].output_schema["properties"]["rows"]["items"]["type"],
         "integer"
     );
-    assert!(started.elapsed() < Duration::from_secs(120));
 }
 
 /// An object nested `depth` levels deep under `"child"`, built without recursion.

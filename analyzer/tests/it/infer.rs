@@ -1,25 +1,21 @@
-//! Binding inference and candidates on the shared real traces.
-//!
-//! The readers below are deliberately minimal stand-ins for the real importers: just enough of
-//! the chainweaver JSONL and tau-bench result formats to build traces. Tool calls whose
-//! arguments are not JSON (Python dict literals in some tau-bench files) are skipped.
+//! Binding inference and candidates on the shared real traces, read with the real importers
+//! (the traces `chainweaver import` gives users, Python-literal arguments included).
 
 // Test code: a panic on unreadable test data is the right failure.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use chainweaver_analyzer::candidate::{CandidateConfig, build_candidate, build_candidates};
 use chainweaver_analyzer::infer::{InferConfig, infer_bindings};
+use chainweaver_recorder::model::TraceWithSteps;
 use chainweaver_recorder::model::candidate::{
-    Binding, BindingFlag, BindingSource, Candidate, Occurrence, Pattern, Selection,
+    Alternative, Binding, BindingFlag, BindingSource, Candidate, Occurrence, Pattern, Selection,
 };
 use chainweaver_recorder::model::flow::FlowDefinition;
-use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use serde_json::{Map, Value};
 
-use crate::shared_datasets;
+use crate::{import_traces, shared_datasets, tau_bench_files};
 
 /// Every contiguous occurrence of `tools` (a test helper, not a miner).
 fn contiguous(traces: &[TraceWithSteps], tools: &[&str]) -> Pattern {
@@ -49,108 +45,12 @@ fn binding<'a>(bindings: &'a [Binding], step: usize, field: &str) -> &'a Binding
         .unwrap_or_else(|| panic!("no binding for step {step} {field}: {bindings:#?}"))
 }
 
-/// The chainweaver JSONL format: one call a line, grouped by `trace_id` in file order.
-fn read_chainweaver_jsonl(path: &Path) -> Vec<TraceWithSteps> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut traces: Vec<TraceWithSteps> = Vec::new();
-    let mut by_id: HashMap<String, usize> = HashMap::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let record: Value = serde_json::from_str(line).unwrap();
-        let trace_id = record["trace_id"].as_str().unwrap().to_string();
-        let at = *by_id.entry(trace_id.clone()).or_insert_with(|| {
-            traces.push(TraceWithSteps {
-                trace: ObservedTrace::new(trace_id.clone(), "chainweaver-jsonl"),
-                steps: Vec::new(),
-            });
-            traces.len() - 1
-        });
-        let tool = record
-            .get("tool")
-            .or_else(|| record.get("tool_name"))
-            .and_then(Value::as_str)
-            .unwrap();
-        let steps = &mut traces[at].steps;
-        let mut step =
-            ObservedStep::new(trace_id, steps.len() as u32, tool, record["inputs"].clone());
-        step.outputs = record.get("outputs").cloned();
-        steps.push(step);
-    }
-    traces
-}
-
-/// tau-bench result files: each record's `traj` of OpenAI messages is one trace; a tool call is
-/// paired with its `role: tool` result by `tool_call_id`, or by order when ids are missing.
-fn read_tau_bench(dir: &Path) -> Vec<TraceWithSteps> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
-    let mut traces = Vec::new();
-    for file in files {
-        let stem = file.file_stem().unwrap().to_string_lossy().to_string();
-        let records: Vec<Value> =
-            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-        for (r, record) in records.iter().enumerate() {
-            let trace_id = format!("{stem}#{r}");
-            // Pending calls: (id, name, parsed arguments or None when unparseable).
-            let mut pending: Vec<(Option<String>, String, Option<Value>)> = Vec::new();
-            let mut steps: Vec<ObservedStep> = Vec::new();
-            for message in record["traj"].as_array().into_iter().flatten() {
-                match message["role"].as_str() {
-                    Some("assistant") => {
-                        for call in message["tool_calls"].as_array().into_iter().flatten() {
-                            let arguments = call["function"]["arguments"]
-                                .as_str()
-                                .and_then(|a| serde_json::from_str::<Value>(a).ok());
-                            pending.push((
-                                call["id"].as_str().map(str::to_string),
-                                call["function"]["name"].as_str().unwrap_or("").to_string(),
-                                arguments,
-                            ));
-                        }
-                    }
-                    Some("tool") => {
-                        let id = message["tool_call_id"].as_str();
-                        let at = match id {
-                            Some(id) => pending.iter().position(|p| p.0.as_deref() == Some(id)),
-                            None if !pending.is_empty() => Some(0),
-                            None => None,
-                        };
-                        let Some(at) = at else { continue };
-                        let (call_id, name, arguments) = pending.remove(at);
-                        let Some(arguments) = arguments else { continue };
-                        let content = message["content"].as_str().unwrap_or("").to_string();
-                        let mut step =
-                            ObservedStep::new(&trace_id, steps.len() as u32, name, arguments);
-                        step.call_id = call_id;
-                        if content.starts_with("Error") {
-                            step.error_message = Some(content);
-                        } else {
-                            step.outputs = Some(Value::String(content));
-                        }
-                        steps.push(step);
-                    }
-                    _ => {}
-                }
-            }
-            traces.push(TraceWithSteps {
-                trace: ObservedTrace::new(trace_id, "tau-bench"),
-                steps,
-            });
-        }
-    }
-    traces
-}
-
 #[test]
 fn chainweaver_example_fetch_validate_transform() {
     let Some(datasets) = shared_datasets() else {
         return;
     };
-    let traces =
-        read_chainweaver_jsonl(&datasets.join("chainweaver-examples/agent_tool_trace.jsonl"));
+    let traces = import_traces(&[datasets.join("chainweaver-examples/agent_tool_trace.jsonl")]);
     let pattern = contiguous(&traces, &["fetch", "validate", "transform"]);
     assert_eq!(pattern.occurrences.len(), 3);
     let bindings = infer_bindings(&traces, &pattern, &InferConfig::default()).unwrap();
@@ -198,37 +98,67 @@ fn chainweaver_example_fetch_validate_transform() {
     assert_eq!(back, candidate);
 }
 
+/// The binding the data gives, with its runner-up sources.
+fn expected_binding(
+    step: usize,
+    tool: &str,
+    field: &str,
+    (source, confidence, observed): (BindingSource, f64, usize),
+    alternatives: Vec<(BindingSource, f64)>,
+    flags: Vec<BindingFlag>,
+) -> Binding {
+    Binding {
+        step,
+        tool_name: tool.into(),
+        field: field.into(),
+        source,
+        confidence,
+        observed,
+        alternatives: alternatives
+            .into_iter()
+            .map(|(source, confidence)| Alternative { source, confidence })
+            .collect(),
+        flags,
+    }
+}
+
+/// `find_user_id_by_name_zip -> get_user_details (-> get_order_details)` on the 400 tau-bench
+/// retail trajectories: 279 (263) occurrences, the user id flowing from the first call's result
+/// (a plain string) into the second call, the order id chosen by the agent among the user's
+/// orders. In 20 of them the agent looked up the same user (`mei_kovacs_8020`), the constant
+/// runner-up.
 #[test]
 fn tau_bench_user_lookup_chain() {
     let Some(datasets) = shared_datasets() else {
         return;
     };
-    let traces = read_tau_bench(&datasets.join("tau-bench-retail"));
-    assert!(traces.len() >= 400, "{} traces", traces.len());
+    let traces = import_traces(&tau_bench_files(&datasets));
+    // 4 files of 100 records, 2,773 tool calls (the README's "about 2,839" counts loosely).
+    assert_eq!(traces.len(), 400);
+    assert_eq!(traces.iter().map(|t| t.steps.len()).sum::<usize>(), 2_773);
 
     let pattern = contiguous(&traces, &["find_user_id_by_name_zip", "get_user_details"]);
-    assert!(
-        pattern.occurrences.len() >= 100,
-        "{} occurrences",
-        pattern.occurrences.len()
-    );
+    assert_eq!(pattern.occurrences.len(), 279);
     let bindings = infer_bindings(&traces, &pattern, &InferConfig::default()).unwrap();
     let user_id = binding(&bindings, 1, "/user_id");
-    eprintln!(
-        "find_user_id_by_name_zip -> get_user_details: {} occurrences, user_id {:?} at {:.4}, alternatives {:?}",
-        pattern.occurrences.len(),
-        user_id.source,
-        user_id.confidence,
-        user_id.alternatives
-    );
+    let from_lookup = BindingSource::StepOutput {
+        step: 0,
+        pointer: String::new(),
+    };
+    let same_user = || BindingSource::Constant {
+        value: Value::from("mei_kovacs_8020"),
+    };
     assert_eq!(
-        user_id.source,
-        BindingSource::StepOutput {
-            step: 0,
-            pointer: String::new()
-        }
+        user_id,
+        &expected_binding(
+            1,
+            "get_user_details",
+            "/user_id",
+            (from_lookup.clone(), 1.0, 279),
+            vec![(same_user(), 20.0 / 279.0)],
+            vec![],
+        )
     );
-    assert!(user_id.confidence >= 0.95, "{user_id:#?}");
     for field in ["/first_name", "/last_name", "/zip"] {
         let b = binding(&bindings, 0, field);
         assert!(
@@ -246,14 +176,17 @@ fn tau_bench_user_lookup_chain() {
         Value::from("find_user_id_by_name_zip.result")
     );
     assert!(candidate.evidence.read_only);
-    eprintln!(
-        "candidate: support {}, reproduced {:.4}, success {:.4}, score {:.2}",
-        candidate.evidence.support,
-        candidate.evidence.reproduced,
-        candidate.evidence.success_rate,
-        candidate.evidence.score
+    assert_eq!(
+        (
+            candidate.evidence.support,
+            candidate.evidence.occurrences,
+            candidate.evidence.round_trips_saved
+        ),
+        (279, 279, 279)
     );
-    assert!(candidate.evidence.reproduced >= 0.95);
+    assert_eq!(candidate.evidence.reproduced, 1.0);
+    assert_eq!(candidate.evidence.success_rate, 1.0);
+    assert_eq!(candidate.evidence.score, 279.0);
 
     // One step further: the order id is one of the user's orders, chosen by the agent.
     let longer = contiguous(
@@ -264,46 +197,54 @@ fn tau_bench_user_lookup_chain() {
             "get_order_details",
         ],
     );
+    assert_eq!(longer.occurrences.len(), 263);
     let bindings = infer_bindings(&traces, &longer, &InferConfig::default()).unwrap();
-    let order_id = binding(&bindings, 2, "/order_id");
-    eprintln!(
-        "... -> get_order_details: {} occurrences, order_id {:?} at {:.4} flags {:?}, alternatives {:?}",
-        longer.occurrences.len(),
-        order_id.source,
-        order_id.confidence,
-        order_id.flags,
-        order_id.alternatives
+    assert_eq!(
+        binding(&bindings, 1, "/user_id"),
+        &expected_binding(
+            1,
+            "get_user_details",
+            "/user_id",
+            (from_lookup, 1.0, 263),
+            vec![(same_user(), 20.0 / 263.0)],
+            vec![],
+        )
     );
-    let list_element = std::iter::once(&order_id.source)
-        .chain(order_id.alternatives.iter().map(|a| &a.source))
-        .find_map(|s| match s {
-            BindingSource::ListElement {
-                step,
-                list_pointer,
-                item_pointer,
-                selection,
-            } => Some((
-                *step,
-                list_pointer.as_str(),
-                item_pointer.as_str(),
-                *selection,
-            )),
-            _ => None,
-        });
-    let (step, list_pointer, item_pointer, selection) =
-        list_element.expect("order_id reported as an element of the user's orders");
-    assert_eq!((step, list_pointer, item_pointer), (1, "/orders", ""));
-    assert!(
-        !matches!(order_id.source, BindingSource::StepOutput { .. }),
-        "not a fixed pointer: {order_id:#?}"
+    // 261 of 263 order ids are among the user's listed orders (which one is the agent's choice);
+    // the runners-up: one order seen 20 times, and a flow input for the other 2.
+    assert_eq!(
+        binding(&bindings, 2, "/order_id"),
+        &expected_binding(
+            2,
+            "get_order_details",
+            "/order_id",
+            (
+                BindingSource::ListElement {
+                    step: 1,
+                    list_pointer: "/orders".into(),
+                    item_pointer: String::new(),
+                    selection: Selection::Chosen,
+                },
+                261.0 / 263.0,
+                263
+            ),
+            vec![
+                (
+                    BindingSource::Constant {
+                        value: Value::from("#W6390527")
+                    },
+                    20.0 / 263.0
+                ),
+                (
+                    BindingSource::FlowInput {
+                        name: "order_id".into()
+                    },
+                    2.0 / 263.0
+                ),
+            ],
+            vec![BindingFlag::AgentChoice],
+        )
     );
-    eprintln!("order_id selection: {selection:?}");
-    assert!(order_id.confidence > 0.5);
-    let user_id = binding(&bindings, 1, "/user_id");
-    assert!(user_id.confidence >= 0.95, "{user_id:#?}");
-    if matches!(order_id.source, BindingSource::ListElement { .. }) {
-        assert_eq!(selection, Selection::Chosen);
-    }
 
     // The flow takes the chosen order id as an input but keeps the observed order.
     let candidate = build_candidate(&traces, &longer, &CandidateConfig::default()).unwrap();
@@ -314,12 +255,27 @@ fn tau_bench_user_lookup_chain() {
         flow.steps[2].input_mapping["order_id"],
         Value::from("order_id")
     );
-    assert!(candidate.evidence.reproduced >= 0.95);
-    eprintln!(
-        "3-step candidate: support {}, reproduced {:.4}, success {:.4}, score {:.2}",
-        candidate.evidence.support,
-        candidate.evidence.reproduced,
-        candidate.evidence.success_rate,
+    assert_eq!(
+        (
+            candidate.evidence.support,
+            candidate.evidence.occurrences,
+            candidate.evidence.round_trips_saved
+        ),
+        (263, 263, 526)
+    );
+    assert_eq!(candidate.evidence.reproduced, 1.0);
+    // Two occurrences hold a failed call; the agent's order choice is the one flagged binding.
+    assert_eq!(candidate.evidence.success_rate, 261.0 / 263.0);
+    assert_eq!(candidate.evidence.flagged_bindings, 1);
+    // get_order_details answered 4 of its 113 repeated inputs differently (orders change).
+    let orders = &candidate.evidence.determinism["get_order_details"];
+    assert_eq!(
+        (orders.calls, orders.repeated_inputs, orders.consistent),
+        (823, 113, 109)
+    );
+    assert!(
+        (candidate.evidence.score - 438.464_601_769_911_5).abs() < 1e-9,
+        "{}",
         candidate.evidence.score
     );
 }
@@ -453,7 +409,7 @@ fn every_repeated_tau_bench_sequence_gives_a_well_wired_candidate() {
     let Some(datasets) = shared_datasets() else {
         return;
     };
-    let traces = read_tau_bench(&datasets.join("tau-bench-retail"));
+    let traces = import_traces(&tau_bench_files(&datasets));
     let mut counts: HashMap<Vec<&str>, usize> = HashMap::new();
     for trace in &traces {
         for len in 2..=3 {
@@ -470,7 +426,7 @@ fn every_repeated_tau_bench_sequence_gives_a_well_wired_candidate() {
         .map(|(tools, _)| tools)
         .collect();
     sequences.sort();
-    assert!(sequences.len() >= 30, "{} sequences", sequences.len());
+    assert_eq!(sequences.len(), 73);
     let patterns: Vec<Pattern> = sequences.iter().map(|t| contiguous(&traces, t)).collect();
     let candidates = build_candidates(&traces, &patterns, &CandidateConfig::default());
     for (tools, candidate) in sequences.iter().zip(candidates) {

@@ -3,7 +3,9 @@
 //! - [`Pattern`] / [`Occurrence`]: a repeated tool sequence and where it was seen.
 //! - [`Binding`] / [`BindingSource`]: where one input field of one step comes from.
 //! - [`Candidate`] / [`Evidence`]: a pattern proposed as a flow, with the reasons to trust it.
-//! - [`Verdict`]: the outcome of verifying a candidate by replay (a first sketch).
+//! - [`PatternSummary`]: a frequent pattern as a mining run stores it for browsing.
+//! - [`Verdict`]: the outcome of verifying a candidate by replay, with its
+//!   [`RejectionCause`] when rejected.
 //!
 //! Every enum here is externally tagged (`{"step_output": {...}}`): internally tagged, flattened
 //! or untagged representations buffer JSON numbers and lose their exact text.
@@ -15,6 +17,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Number, Value};
 
 use super::flow::FlowDefinition;
+use super::split::Split;
 
 /// Reads a float from the number's exact text with the standard library's correctly rounded
 /// parser: serde_json's fast path can land one unit in the last place off, and stored
@@ -80,6 +83,22 @@ pub struct Occurrence {
     pub steps: Vec<usize>,
 }
 
+/// A frequent tool sequence as a mining run reports and stores it, before candidates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatternSummary {
+    pub tools: Vec<String>,
+    /// Distinct traces containing it.
+    pub support: u32,
+    /// Occurrences in all (several per trace possible).
+    pub occurrences: u64,
+    /// `support x (length - 1)`.
+    pub round_trips_saved: u64,
+    /// Distinct supporting traces per UTC day (`YYYY-MM-DD`) the trace started, for traces with
+    /// a start time; only for the best-ranked patterns.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub support_by_day: BTreeMap<String, u64>,
+}
+
 /// An occurrence named by stable ids, for storage (trace indices only mean something next to
 /// the slice they index).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +162,20 @@ pub enum BindingFlag {
     NotExpressible,
     /// The field was missing from some occurrences.
     Optional,
+}
+
+impl BindingFlag {
+    /// The words reviewers read: `low confidence`, `ambiguous`, `agent's choice`,
+    /// `not expressible`, `optional`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            BindingFlag::LowConfidence => "low confidence",
+            BindingFlag::Ambiguous => "ambiguous",
+            BindingFlag::AgentChoice => "agent's choice",
+            BindingFlag::NotExpressible => "not expressible",
+            BindingFlag::Optional => "optional",
+        }
+    }
 }
 
 /// Where a value comes from. Pointers are RFC 6901 JSON pointers; an output pointer addresses
@@ -215,6 +248,50 @@ impl BindingSource {
         }
     }
 
+    /// The source as a short phrase for people: `input user_id`, `constant 20`,
+    /// `step 1 output /orders[*] (agent's choice)`, `template "item {name} ready"`.
+    pub fn describe(&self) -> String {
+        match self {
+            BindingSource::FlowInput { name } => format!("input {name}"),
+            BindingSource::StepOutput { step, pointer } => {
+                format!("step {step} output {}", whole_if_empty(pointer))
+            }
+            BindingSource::StepInput { step, pointer } => {
+                format!("step {step} input {}", whole_if_empty(pointer))
+            }
+            BindingSource::Constant { value } => format!("constant {value}"),
+            BindingSource::Template { template, .. } => {
+                format!(
+                    "template \"{}\"",
+                    template.replace("{{", "{").replace("}}", "}")
+                )
+            }
+            BindingSource::ListElement {
+                step,
+                list_pointer,
+                item_pointer,
+                selection,
+            } => {
+                let (at, note) = match selection {
+                    Selection::First => ("0".to_string(), ""),
+                    Selection::Last => ("-1".to_string(), " (the last)"),
+                    Selection::Index { index } => (index.to_string(), ""),
+                    Selection::Chosen => ("*".to_string(), " (agent's choice)"),
+                };
+                format!("step {step} output {list_pointer}[{at}]{item_pointer}{note}")
+            }
+            BindingSource::Map {
+                step,
+                list_pointer,
+                item_pointer,
+                index,
+                ..
+            } => format!(
+                "step {step} output {list_pointer}[{index}]{item_pointer} (a loop over the list)"
+            ),
+        }
+    }
+
     /// The earlier step this source reads from, if any.
     pub fn source_step(&self) -> Option<usize> {
         match self {
@@ -224,6 +301,15 @@ impl BindingSource {
             | BindingSource::Map { step, .. } => Some(*step),
             _ => None,
         }
+    }
+}
+
+/// A pointer for people: the empty pointer is the whole value.
+fn whole_if_empty(pointer: &str) -> &str {
+    if pointer.is_empty() {
+        "(whole)"
+    } else {
+        pointer
     }
 }
 
@@ -341,6 +427,16 @@ pub enum CandidateStatus {
     Rejected,
 }
 
+/// Which of a pattern's occurrences its bindings were inferred from, when not all of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InferenceSample {
+    /// Occurrences read (spread evenly over all of them).
+    pub read: usize,
+    /// Steps the probe found linked to no other step, so no more occurrences were read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unlinked_in_probe: Vec<usize>,
+}
+
 /// A pattern proposed as a flow, with its bindings and evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Candidate {
@@ -357,8 +453,62 @@ pub struct Candidate {
     pub evidence: Evidence,
     #[serde(default)]
     pub status: CandidateStatus,
+    /// The split of the mining run that proposed it: verification replays the traces it held
+    /// out. `None`: mined from every trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<Split>,
+    /// Set when the bindings come from part of the occurrences only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<InferenceSample>,
+    /// The behaviour `analyze` folded this candidate into, when it is verified or partial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub behaviour: Option<BehaviourRole>,
+    /// Free-form annotations; nothing this project reads back lives here.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub metadata: Map<String, Value>,
+}
+
+/// Metadata keys that versions before the typed fields wrote, read by [`Candidate::upgrade`].
+const LEGACY_SPLIT: &str = "split";
+const LEGACY_SAMPLED: &str = "sampled_occurrences";
+const LEGACY_UNLINKED: &str = "unlinked_in_probe";
+
+impl Candidate {
+    /// Move what earlier versions kept in `metadata` (the split, the inference sample) into
+    /// the typed fields. Stores written before those fields existed read through this; a
+    /// candidate that has the typed fields is left as it is.
+    pub fn upgrade(&mut self) {
+        if let Some(value) = self.metadata.shift_remove(LEGACY_SPLIT)
+            && self.split.is_none()
+        {
+            self.split = serde_json::from_value(value).ok();
+        }
+        let sampled = self.metadata.shift_remove(LEGACY_SAMPLED);
+        let unlinked = self.metadata.shift_remove(LEGACY_UNLINKED);
+        if self.sample.is_none()
+            && let Some(read) = sampled.as_ref().and_then(Value::as_u64)
+        {
+            self.sample = Some(InferenceSample {
+                read: read as usize,
+                unlinked_in_probe: unlinked
+                    .as_ref()
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_u64)
+                    .map(|step| step as usize)
+                    .collect(),
+            });
+        }
+    }
+
+    /// Best first: highest score, ties by id (the order candidates are listed and proposed in).
+    pub fn rank_order(a: &Candidate, b: &Candidate) -> std::cmp::Ordering {
+        b.evidence
+            .score
+            .total_cmp(&a.evidence.score)
+            .then_with(|| a.id.cmp(&b.id))
+    }
 }
 
 /// Outcome of verifying a candidate by replay. Ordered best first.
@@ -477,6 +627,139 @@ impl Default for VerdictThresholds {
     }
 }
 
+/// Why a candidate was rejected, in the order the verifier checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectionCause {
+    /// Its steps share too little data: replaying unrelated calls proves nothing.
+    Unlinked,
+    /// Too few held-out occurrences were replayed to judge it.
+    TooFewOccurrences,
+    /// Too few replays matched their recordings.
+    ReplaysDiffer,
+}
+
+impl RejectionCause {
+    /// The words reports use for why a candidate was rejected.
+    pub fn describe(self) -> &'static str {
+        match self {
+            RejectionCause::Unlinked => "steps share too little data",
+            RejectionCause::TooFewOccurrences => "too few held-out occurrences",
+            RejectionCause::ReplaysDiffer => "too few replays matched",
+        }
+    }
+}
+
+/// How a folded candidate relates to the behaviour it was folded into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VariantKind {
+    /// The lead itself.
+    Lead,
+    /// The same steps with a loop run a different number of times.
+    LoopCount,
+    /// The same steps after another, interchangeable first step.
+    FirstStep,
+    /// A part of the behaviour (a prefix, a suffix or a middle) that mostly occurs inside it.
+    Part,
+}
+
+impl VariantKind {
+    /// The words reports use.
+    pub fn describe(self) -> &'static str {
+        match self {
+            VariantKind::Lead => "the behaviour's lead",
+            VariantKind::LoopCount => "another loop count",
+            VariantKind::FirstStep => "another first step",
+            VariantKind::Part => "a part seen mostly inside it",
+        }
+    }
+}
+
+/// A candidate's place in its [`Behaviour`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BehaviourRole {
+    /// The behaviour's name.
+    pub name: String,
+    /// The behaviour's lead candidate (this one's id when it leads).
+    pub lead: String,
+    pub kind: VariantKind,
+    /// Share of this candidate's occurrences inside the behaviour's.
+    #[serde(deserialize_with = "exact_f64")]
+    pub inside: f64,
+}
+
+impl BehaviourRole {
+    /// `lead of NAME`, `another loop count of NAME`, ...
+    pub fn describe(&self) -> String {
+        match self.kind {
+            VariantKind::Lead => format!("leads {}", self.name),
+            VariantKind::Part => format!(
+                "part of {} ({:.0}% of its occurrences inside it)",
+                self.name,
+                self.inside * 100.0
+            ),
+            kind => format!("{} of {}", kind.describe(), self.name),
+        }
+    }
+}
+
+impl Behaviour {
+    /// The role of each of its candidates: (candidate id, role).
+    pub fn roles(&self) -> impl Iterator<Item = (&str, BehaviourRole)> + '_ {
+        self.variants.iter().map(|variant| {
+            (
+                variant.candidate_id.as_str(),
+                BehaviourRole {
+                    name: self.name.clone(),
+                    lead: self.lead.clone(),
+                    kind: variant.kind,
+                    inside: variant.inside,
+                },
+            )
+        })
+    }
+}
+
+/// One candidate of a [`Behaviour`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BehaviourVariant {
+    pub candidate_id: String,
+    pub kind: VariantKind,
+    /// The candidate's tool sequence.
+    pub tools: Vec<String>,
+    /// Share of the candidate's occurrences that lie inside an occurrence of the behaviour
+    /// (1 for the lead, loop counts and first steps).
+    #[serde(deserialize_with = "exact_f64")]
+    pub inside: f64,
+}
+
+/// One behaviour the agents repeat: a lead candidate and the candidates folded into it
+/// (other loop counts, other first steps, parts that mostly occur inside it). Reports show one
+/// proposal per behaviour.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Behaviour {
+    /// Short and unique within a run: first and last step, `each` before a repeated one.
+    pub name: String,
+    /// The candidate the behaviour is proposed as.
+    pub lead: String,
+    /// The steps as elements: each lists the tools seen there (more than one for an
+    /// interchangeable first step) and whether the agent repeated it back to back.
+    pub shape: Vec<ShapeStep>,
+    /// Every candidate of the behaviour, the lead first.
+    pub variants: Vec<BehaviourVariant>,
+    /// Traces holding an occurrence of the behaviour.
+    pub traces: usize,
+}
+
+/// One element of a [`Behaviour`]'s shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShapeStep {
+    pub tools: Vec<String>,
+    /// Called one or more times back to back.
+    pub repeated: bool,
+}
+
 /// The result of replaying a candidate against held-out occurrences.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
@@ -496,6 +779,9 @@ pub struct Verdict {
     /// Why the status is what it is, in a sentence.
     #[serde(default)]
     pub reason: String,
+    /// Set on a rejected verdict: which check rejected it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<RejectionCause>,
     #[serde(default)]
     pub thresholds: Option<VerdictThresholds>,
     /// Held-out traces searched for occurrences.
@@ -510,6 +796,23 @@ pub struct Verdict {
     /// The first differences found (capped), each naming the occurrence, step and pointer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diffs: Vec<StepDiff>,
+}
+
+impl Verdict {
+    /// Add the replays of another verdict of the same candidate (another fold of a
+    /// cross-validation): counts sum, differences are kept up to `max_diffs`. The status,
+    /// rate and reason are the verifier's to decide again afterwards.
+    pub fn merge(&mut self, other: Verdict, max_diffs: usize) {
+        self.occurrences_replayed += other.occurrences_replayed;
+        self.exact_matches += other.exact_matches;
+        self.occurrences_found += other.occurrences_found;
+        self.holdout_traces += other.holdout_traces;
+        self.failures.binding_wrong += other.failures.binding_wrong;
+        self.failures.tool_output_changed += other.failures.tool_output_changed;
+        self.failures.tool_failed += other.failures.tool_failed;
+        let room = max_diffs.saturating_sub(self.diffs.len());
+        self.diffs.extend(other.diffs.into_iter().take(room));
+    }
 }
 
 #[cfg(test)]
@@ -594,5 +897,143 @@ mod tests {
         let back: Vec<BindingSource> = serde_json::from_str(&text).unwrap();
         assert_eq!(back, sources);
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    }
+
+    fn candidate_with_metadata(metadata: Value) -> Candidate {
+        serde_json::from_value(serde_json::json!({
+            "id": "a_then_b",
+            "tools": ["a", "b"],
+            "flow": {"name": "a_then_b", "steps": [{"tool_name": "a"}, {"tool_name": "b"}]},
+            "bindings": [],
+            "tool_schemas": {},
+            "evidence": {
+                "support": 3, "occurrences": 4, "occurrence_refs": [], "success_rate": 1.0,
+                "mean_confidence": 1.0, "flagged_bindings": 0, "reproduced": 1.0,
+                "determinism": {}, "round_trips_saved": 3, "effects": [], "read_only": true,
+                "score": 2.5
+            },
+            "metadata": metadata
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn sources_read_as_phrases() {
+        let cases = [
+            (
+                BindingSource::FlowInput {
+                    name: "user_id".into(),
+                },
+                "input user_id",
+            ),
+            (
+                BindingSource::Constant {
+                    value: serde_json::json!(20),
+                },
+                "constant 20",
+            ),
+            (
+                BindingSource::ListElement {
+                    step: 1,
+                    list_pointer: "/reservations".into(),
+                    item_pointer: String::new(),
+                    selection: Selection::Chosen,
+                },
+                "step 1 output /reservations[*] (agent's choice)",
+            ),
+            (
+                BindingSource::Template {
+                    template: "item {{name}} ready".into(),
+                    slots: Vec::new(),
+                },
+                "template \"item {name} ready\"",
+            ),
+            (
+                BindingSource::StepOutput {
+                    step: 0,
+                    pointer: String::new(),
+                },
+                "step 0 output (whole)",
+            ),
+        ];
+        for (source, phrase) in cases {
+            assert_eq!(source.describe(), phrase);
+        }
+    }
+
+    #[test]
+    fn legacy_metadata_moves_into_typed_fields() {
+        let mut candidate = candidate_with_metadata(serde_json::json!({
+            "split": {"kind": "holdout", "percent": 20},
+            "sampled_occurrences": 64,
+            "unlinked_in_probe": [1],
+            "note": "kept"
+        }));
+        assert_eq!(candidate.split, None);
+        candidate.upgrade();
+        assert_eq!(candidate.split, Some(Split::Holdout { percent: 20 }));
+        assert_eq!(
+            candidate.sample,
+            Some(InferenceSample {
+                read: 64,
+                unlinked_in_probe: vec![1]
+            })
+        );
+        assert_eq!(candidate.metadata.len(), 1, "{:?}", candidate.metadata);
+        let again = candidate.clone();
+        candidate.upgrade();
+        assert_eq!(candidate, again);
+        let text = serde_json::to_string(&candidate).unwrap();
+        let back: Candidate = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, candidate);
+    }
+
+    #[test]
+    fn verdicts_merge_counts_and_cap_diffs() {
+        let diff = |step| StepDiff {
+            occurrence: OccurrenceRef {
+                trace_id: "t".into(),
+                step_indices: vec![0],
+            },
+            step,
+            tool_name: "a".into(),
+            pointer: "/inputs/x".into(),
+            expected: None,
+            actual: None,
+        };
+        let verdict = |exact, replayed, diffs: Vec<StepDiff>| Verdict {
+            candidate_id: "c".into(),
+            status: VerdictStatus::Rejected,
+            occurrences_replayed: replayed,
+            exact_matches: exact,
+            exact_rate: 0.0,
+            failures: FailureCounts {
+                binding_wrong: replayed - exact,
+                ..FailureCounts::default()
+            },
+            mode: "recorded".into(),
+            reason: String::new(),
+            cause: None,
+            thresholds: None,
+            holdout_traces: 10,
+            occurrences_found: replayed,
+            verified_at: None,
+            diffs,
+        };
+        let mut sum = verdict(3, 4, vec![diff(0)]);
+        sum.merge(verdict(5, 7, vec![diff(1), diff(2)]), 2);
+        assert_eq!(
+            (
+                sum.exact_matches,
+                sum.occurrences_replayed,
+                sum.holdout_traces
+            ),
+            (8, 11, 20)
+        );
+        assert_eq!(sum.failures.binding_wrong, 3);
+        assert_eq!(
+            sum.diffs.iter().map(|d| d.step).collect::<Vec<_>>(),
+            vec![0, 1]
+        );
     }
 }

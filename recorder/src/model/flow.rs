@@ -4,6 +4,7 @@
 //! them. JSON and YAML files hold the same shapes.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -63,6 +64,10 @@ pub struct FlowStep {
     pub retry_policy: Option<RetryPolicy>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub on_error: OnError,
+    /// Makes this a map step: the tool runs once per element of a list in the context (see
+    /// [`ForEach`]). Absent: one call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<ForEach>,
 }
 
 impl FlowStep {
@@ -76,6 +81,7 @@ impl FlowStep {
             output_key: None,
             retry_policy: None,
             on_error: OnError::Fail,
+            for_each: None,
         }
     }
 }
@@ -125,6 +131,10 @@ pub struct DagFlowStep {
     pub retry_policy: Option<RetryPolicy>,
     #[serde(default, skip_serializing_if = "is_default")]
     pub on_error: OnError,
+    /// Makes this a map step: the tool runs once per element of a list in the context (see
+    /// [`ForEach`]). Absent: one call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub for_each: Option<ForEach>,
 }
 
 impl DagFlowStep {
@@ -138,6 +148,53 @@ impl DagFlowStep {
             output_key: self.output_key.clone(),
             retry_policy: self.retry_policy.clone(),
             on_error: self.on_error.clone(),
+            for_each: self.for_each.clone(),
+        }
+    }
+}
+
+fn default_item() -> String {
+    "item".to_string()
+}
+
+fn default_concurrency() -> usize {
+    1
+}
+
+/// A map step's iteration: run the step's tool once per element of a list.
+///
+/// During one iteration the context the step's `input_mapping` and `input_templates` read is
+/// the flow context plus the current element under [`ForEach::item`]. Each iteration's output
+/// goes through `output_mapping`; the results, one per run element in element order, are merged
+/// as one JSON array under the step's `output_key` (which a map step must have). `retry_policy`
+/// and `on_error` apply to each iteration on its own; an iteration skipped by `on_error: skip`
+/// leaves `null` in its slot, so slots stay aligned with the elements that ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForEach {
+    /// JSON pointer into the context naming the list to iterate (`/orders`, `/search/hits`).
+    pub list: String,
+    /// The context key under which the current element is visible to this step's input
+    /// mapping: `{"order_id": "/item/order_id"}` or `{"order": "item"}`.
+    #[serde(default = "default_item")]
+    pub item: String,
+    /// JSON pointer into the context to a list of element indexes (integers): only those
+    /// elements run, in ascending index order. Absent: every element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<String>,
+    /// At most this many iterations run at once (1, the default: one after the other).
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+}
+
+impl ForEach {
+    /// Iterate the list at `list`, the element under `item`, one at a time, every element.
+    pub fn new(list: impl Into<String>) -> Self {
+        Self {
+            list: list.into(),
+            item: default_item(),
+            select: None,
+            concurrency: default_concurrency(),
         }
     }
 }
@@ -269,6 +326,59 @@ impl<'de> Deserialize<'de> for FlowDefinition {
     }
 }
 
+/// Where a flow version is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FlowStatus {
+    Draft,
+    Active,
+    Deprecated,
+    Retired,
+}
+
+impl FlowStatus {
+    /// Whether a flow may move from `self` to `to`.
+    pub fn can_become(self, to: FlowStatus) -> bool {
+        use FlowStatus::*;
+        self == to
+            || matches!(
+                (self, to),
+                (Draft, Active) | (Active, Deprecated) | (Deprecated, Active) | (_, Retired)
+            ) && self != Retired
+    }
+
+    /// Parse `draft`, `active`, `deprecated` or `retired` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.to_ascii_lowercase().as_str() {
+            "draft" => Some(FlowStatus::Draft),
+            "active" => Some(FlowStatus::Active),
+            "deprecated" => Some(FlowStatus::Deprecated),
+            "retired" => Some(FlowStatus::Retired),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for FlowStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FlowStatus::Draft => "DRAFT",
+            FlowStatus::Active => "ACTIVE",
+            FlowStatus::Deprecated => "DEPRECATED",
+            FlowStatus::Retired => "RETIRED",
+        })
+    }
+}
+
+/// A flow version in the registry, as the store keeps it (kind `flow`, key `name@version`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegisteredFlow {
+    pub status: FlowStatus,
+    pub registered_at: super::Timestamp,
+    pub updated_at: super::Timestamp,
+    pub definition: FlowDefinition,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +414,38 @@ mod tests {
             FlowDefinition::from_value(dag).unwrap(),
             FlowDefinition::Dag(_)
         ));
+    }
+
+    #[test]
+    fn for_each_takes_defaults_and_is_absent_from_steps_without_it() {
+        let flow: Flow = serde_json::from_value(json!({"name": "m", "steps": [
+            {"tool_name": "get", "output_key": "all", "for_each": {"list": "/orders"}},
+            {"tool_name": "put"}
+        ]}))
+        .unwrap();
+        assert_eq!(flow.steps[0].for_each, Some(ForEach::new("/orders")));
+        let for_each = flow.steps[0].for_each.as_ref().unwrap();
+        assert_eq!((for_each.item.as_str(), for_each.concurrency), ("item", 1));
+        assert_eq!(flow.steps[1].for_each, None);
+        let text = serde_json::to_string(&flow.steps[1]).unwrap();
+        assert!(!text.contains("for_each"), "{text}");
+
+        let dag: DagFlowStep = serde_json::from_value(json!({
+            "step_id": "a", "tool_name": "get", "output_key": "all",
+            "for_each": {"list": "/xs", "item": "x", "select": "/pick", "concurrency": 4}
+        }))
+        .unwrap();
+        let expected = ForEach {
+            list: "/xs".into(),
+            item: "x".into(),
+            select: Some("/pick".into()),
+            concurrency: 4,
+        };
+        assert_eq!(dag.as_flow_step().for_each, Some(expected));
+        let typo = serde_json::from_value::<FlowStep>(json!({
+            "tool_name": "get", "for_each": {"list": "/xs", "concurency": 2}
+        }));
+        assert!(typo.unwrap_err().to_string().contains("concurency"));
     }
 
     #[test]

@@ -3,9 +3,16 @@
 //! - [`ObservedTrace`] / [`ObservedStep`]: recorded agent traffic.
 //! - [`flow`]: flow definitions (plain data the executor interprets).
 //! - [`candidate`]: mined patterns, bindings, candidates and verdicts.
+//! - [`split`]: which traces mining sees and which verification replays.
+//! - [`DocumentKind`]: the kinds of result document a store keeps beside its traces; the typed
+//!   [`Workspace`](crate::workspace::Workspace) reads and writes them.
 
 pub mod candidate;
+mod document;
 pub mod flow;
+pub mod split;
 mod trace;
+
+pub use document::DocumentKind;
 
 pub use trace::{Metadata, ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};

@@ -124,6 +124,14 @@ pub struct StepColumns {
     pub started_at: Vec<Option<Timestamp>>,
 }
 
+/// One step's tool, as mining and occurrence finding read it: no payloads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepTool<'a> {
+    pub trace_id: &'a str,
+    pub tool_name: &'a str,
+    pub started_at: Option<Timestamp>,
+}
+
 /// A store of observed traces.
 ///
 /// `append` is atomic: a batch is stored whole or not at all, and data already stored is never
@@ -177,12 +185,62 @@ pub trait TraceStore: Send {
     /// One trace with all its steps in step order, or `None` when the id is unknown.
     fn get_trace(&self, trace_id: &str) -> Result<Option<TraceWithSteps>>;
 
+    /// The traces with these ids, each with all its steps in step order, in the order of `ids`;
+    /// unknown ids are left out and a repeated id is returned once. Verification and inference
+    /// load their traces through it; the default calls [`TraceStore::get_trace`] for each id,
+    /// the Parquet store reads its part files once for the whole batch.
+    fn get_traces(&self, ids: &[&str]) -> Result<Vec<TraceWithSteps>> {
+        let mut seen = std::collections::HashSet::new();
+        let mut traces = Vec::with_capacity(ids.len());
+        for id in ids {
+            if seen.insert(*id)
+                && let Some(trace) = self.get_trace(id)?
+            {
+                traces.push(trace);
+            }
+        }
+        Ok(traces)
+    }
+
     /// Visit every trace with its steps, one trace at a time, in storage order, without loading
     /// the whole store. Stops at the first error `visit` returns.
     fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()>;
 
     /// Slim columns of every step (matching `filter`) for statistics.
     fn step_columns(&self, filter: &TraceFilter) -> Result<StepColumns>;
+
+    /// Visit every step's trace id, tool name and start time, each trace's steps together and
+    /// in step order, without holding them all (mining reads this). The default reads
+    /// [`TraceStore::step_columns`].
+    fn for_each_step_tool(&self, visit: &mut dyn FnMut(StepTool<'_>) -> Result<()>) -> Result<()> {
+        let columns = self.step_columns(&TraceFilter::default())?;
+        let rows = columns.trace_id.len().min(columns.tool_name.len());
+        for i in 0..rows {
+            visit(StepTool {
+                trace_id: &columns.trace_id[i],
+                tool_name: &columns.tool_name[i],
+                started_at: columns.started_at.get(i).copied().flatten(),
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every trace id, in storage order (the order [`TraceStore::for_each_trace`] visits),
+    /// including traces without steps. The default pages through [`TraceStore::list_traces`].
+    fn trace_ids(&self) -> Result<Vec<String>> {
+        let page = PageRequest {
+            offset: 0,
+            limit: self.counts()?.traces,
+            sort: TraceSort::Stored,
+            descending: false,
+        };
+        Ok(self
+            .list_traces(&TraceFilter::default(), &page)?
+            .traces
+            .into_iter()
+            .map(|summary| summary.trace.trace_id)
+            .collect())
+    }
 
     /// Row counts.
     fn counts(&self) -> Result<StoreCounts>;
@@ -199,6 +257,132 @@ pub trait TraceStore: Send {
 
     /// Remove a document; true when one was there.
     fn delete_document(&mut self, kind: &str, key: &str) -> Result<bool>;
+
+    /// Remove every document of each kind in `clear`, then store each `(kind, key, document)`
+    /// of `put`, as one change: SQLite commits it in one transaction (all or nothing, one
+    /// durable write); a Parquet dataset replaces each cleared kind's folder by a rename, so
+    /// every kind is either all old or all new. The default applies the changes one by one.
+    fn write_documents(&mut self, clear: &[&str], put: &[(&str, &str, &Value)]) -> Result<()> {
+        for kind in clear {
+            for (key, _) in self.list_documents(kind)? {
+                self.delete_document(kind, &key)?;
+            }
+        }
+        for (kind, key, document) in put {
+            self.put_document(kind, key, document)?;
+        }
+        Ok(())
+    }
+}
+
+/// Every trace's tool sequence, as mining and occurrence finding read them: tool names
+/// interned to indexes into `names`, no payloads.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolSequences {
+    /// The kept traces' ids, in storage order (traces without steps included).
+    pub trace_ids: Vec<String>,
+    /// Per kept trace, its steps' tools in step order.
+    pub sequences: Vec<Vec<u32>>,
+    /// Per kept trace, the start time of its first timed step.
+    pub first_started: Vec<Option<Timestamp>>,
+    /// Tool names by index.
+    pub names: Vec<String>,
+    /// Traces `keep` left out.
+    pub left_out: usize,
+}
+
+impl ToolSequences {
+    /// The traces `keep` accepts (by id), sharing the tool names; the others count as left out.
+    pub fn keep(&self, keep: &dyn Fn(&str) -> bool) -> ToolSequences {
+        let mut out = ToolSequences {
+            names: self.names.clone(),
+            left_out: self.left_out,
+            ..ToolSequences::default()
+        };
+        for ((id, sequence), started) in self
+            .trace_ids
+            .iter()
+            .zip(&self.sequences)
+            .zip(&self.first_started)
+        {
+            if keep(id) {
+                out.trace_ids.push(id.clone());
+                out.sequences.push(sequence.clone());
+                out.first_started.push(*started);
+            } else {
+                out.left_out += 1;
+            }
+        }
+        out
+    }
+
+    /// The tool names of trace `t`.
+    pub fn tools(&self, t: usize) -> impl Iterator<Item = &str> + '_ {
+        self.sequences[t]
+            .iter()
+            .map(|&i| self.names[i as usize].as_str())
+    }
+}
+
+/// The tool sequences of the store's traces that `keep` accepts (by id), streamed through
+/// [`TraceStore::for_each_step_tool`], so memory holds the interned sequences only.
+pub fn tool_sequences(
+    store: &dyn TraceStore,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<ToolSequences> {
+    let ids = store.trace_ids()?;
+    let position: std::collections::HashMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| keep(id))
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    let mut sequences: Vec<Option<Vec<u32>>> = vec![None; ids.len()];
+    let mut first_started: Vec<Option<Timestamp>> = vec![None; ids.len()];
+    let mut interned: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    let mut names: Vec<String> = Vec::new();
+    // The trace the last step belonged to, and its position (None: not kept).
+    let mut current: (String, Option<usize>) = (String::new(), None);
+    store.for_each_step_tool(&mut |step| {
+        if step.trace_id != current.0 {
+            current = (
+                step.trace_id.to_owned(),
+                position.get(step.trace_id).copied(),
+            );
+        }
+        let Some(at) = current.1 else {
+            return Ok(());
+        };
+        let tool = match interned.get(step.tool_name) {
+            Some(&tool) => tool,
+            None => {
+                let tool = names.len() as u32;
+                interned.insert(step.tool_name.to_owned(), tool);
+                names.push(step.tool_name.to_owned());
+                tool
+            }
+        };
+        sequences[at].get_or_insert_with(Vec::new).push(tool);
+        if first_started[at].is_none() {
+            first_started[at] = step.started_at;
+        }
+        Ok(())
+    })?;
+    drop(position);
+    let mut out = ToolSequences {
+        names,
+        ..ToolSequences::default()
+    };
+    for ((id, sequence), started) in ids.into_iter().zip(sequences).zip(first_started) {
+        if keep(&id) {
+            out.trace_ids.push(id);
+            out.sequences.push(sequence.unwrap_or_default());
+            out.first_started.push(started);
+        } else {
+            out.left_out += 1;
+        }
+    }
+    Ok(out)
 }
 
 /// Merge a trace appended again into the stored copy (the upsert rule of [`TraceStore`]).

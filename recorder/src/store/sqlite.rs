@@ -26,9 +26,9 @@ use serde_json::{Map, Value};
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use crate::store::{
-    AppendStats, JsonText, MetadataText, PageRequest, RawSteps, StepColumns, StepView, StoreCounts,
-    TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary, merge_trace, timestamp_from_nanos,
-    timestamp_nanos, validate_batch,
+    AppendStats, JsonText, MetadataText, PageRequest, RawSteps, StepColumns, StepTool, StepView,
+    StoreCounts, TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary, merge_trace,
+    timestamp_from_nanos, timestamp_nanos, validate_batch,
 };
 
 /// The schema migrations, applied in order; migration `i` brings the store to version `i + 1`.
@@ -925,6 +925,75 @@ impl TraceStore for SqliteStore {
         Ok(Some(TraceWithSteps { trace, steps }))
     }
 
+    fn get_traces(&self, ids: &[&str]) -> Result<Vec<TraceWithSteps>> {
+        // Two statements for the whole batch, the ids passed as one JSON array: a statement
+        // per trace costs more in preparing and stepping than the rows it reads. Rows are put
+        // in order here rather than by ORDER BY, which would sort them in a temporary B-tree.
+        let mut seen = std::collections::HashSet::new();
+        let distinct: Vec<&str> = ids.iter().copied().filter(|id| seen.insert(*id)).collect();
+        let wanted = serde_json::to_string(&distinct).map_err(|e| RecorderError::CorruptStore {
+            path: self.path.clone(),
+            message: format!("cannot list the trace ids to read: {e}"),
+        })?;
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|e| self.sql_err(e))?;
+        let mut trace_stmt = tx
+            .prepare(&format!(
+                "SELECT {TRACE_COLUMNS} FROM json_each(?1) j \
+                 CROSS JOIN traces t ON t.trace_id = j.value"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut traces: Vec<(i64, TraceWithSteps)> = Vec::with_capacity(distinct.len());
+        let mut position: HashMap<i64, usize> = HashMap::with_capacity(distinct.len());
+        let mut rows = trace_stmt.query([&wanted]).map_err(|e| self.sql_err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            let trace_row = TraceRow::read(row, 0).map_err(|e| self.sql_err(e))?;
+            let key = trace_row.key;
+            position.insert(key, traces.len());
+            let trace = trace_row.into_trace(&self.path)?;
+            traces.push((
+                key,
+                TraceWithSteps {
+                    trace,
+                    steps: Vec::new(),
+                },
+            ));
+        }
+        let mut step_stmt = tx
+            .prepare(&format!(
+                "SELECT {STEP_COLUMNS} FROM json_each(?1) j \
+                 CROSS JOIN traces t ON t.trace_id = j.value \
+                 CROSS JOIN steps s ON s.trace_key = t.id \
+                 JOIN tools ON tools.id = s.tool_id"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut rows = step_stmt.query([&wanted]).map_err(|e| self.sql_err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            let step = StepRow::read(row).map_err(|e| self.sql_err(e))?;
+            let Some(&at) = position.get(&step.trace_key) else {
+                continue;
+            };
+            let trace = &mut traces[at].1;
+            let step = step.into_step(&self.path, &trace.trace.trace_id)?;
+            trace.steps.push(step);
+        }
+        let rank: HashMap<&str, usize> = distinct
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (*id, i))
+            .collect();
+        traces.sort_by_key(|(_, t)| rank.get(t.trace.trace_id.as_str()).copied());
+        Ok(traces
+            .into_iter()
+            .map(|(_, mut trace)| {
+                trace.steps.sort_by_key(|s| s.step_index);
+                trace
+            })
+            .collect())
+    }
+
     fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()> {
         // One read transaction for a consistent snapshot; two cursors in the same order (trace
         // key), merged, so only one trace is in memory at a time.
@@ -1015,6 +1084,46 @@ impl TraceStore for SqliteStore {
         Ok(columns)
     }
 
+    fn for_each_step_tool(&self, visit: &mut dyn FnMut(StepTool<'_>) -> Result<()>) -> Result<()> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT t.trace_id, tools.name, s.started_at \
+                 FROM traces t JOIN steps s ON s.trace_key = t.id \
+                 JOIN tools ON tools.id = s.tool_id ORDER BY s.trace_key, s.step_index",
+            )
+            .map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            let read = || -> rusqlite::Result<(&str, &str, Option<i64>)> {
+                Ok((
+                    row.get_ref(0)?.as_str()?,
+                    row.get_ref(1)?.as_str()?,
+                    row.get(2)?,
+                ))
+            };
+            let (trace_id, tool_name, started_at) = read().map_err(|e| self.sql_err(e))?;
+            visit(StepTool {
+                trace_id,
+                tool_name,
+                started_at: started_at.map(timestamp_from_nanos),
+            })?;
+        }
+        Ok(())
+    }
+
+    fn trace_ids(&self) -> Result<Vec<String>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT trace_id FROM traces ORDER BY id")
+            .map_err(|e| self.sql_err(e))?;
+        let rows = stmt
+            .query_map([], |row| row.get::<_, String>(0))
+            .map_err(|e| self.sql_err(e))?;
+        rows.collect::<rusqlite::Result<Vec<String>>>()
+            .map_err(|e| self.sql_err(e))
+    }
+
     fn counts(&self) -> Result<StoreCounts> {
         let (traces, steps, failed): (i64, i64, i64) = self
             .conn
@@ -1081,6 +1190,33 @@ impl TraceStore for SqliteStore {
             .and_then(|mut stmt| stmt.execute([kind, key]))
             .map_err(|e| self.sql_err(e))?;
         Ok(removed > 0)
+    }
+
+    fn write_documents(&mut self, clear: &[&str], put: &[(&str, &str, &Value)]) -> Result<()> {
+        let now = timestamp_nanos(&chrono::Utc::now()).unwrap_or(0);
+        let sql_err = sqlite_error(&self.path);
+        let tx = immediate(&mut self.conn, &self.path)?;
+        {
+            let mut delete = tx
+                .prepare_cached("DELETE FROM documents WHERE kind = ?1")
+                .map_err(sql_err)?;
+            for kind in clear {
+                delete.execute([kind]).map_err(sql_err)?;
+            }
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO documents (kind, key, json, updated_at) VALUES (?1, ?2, ?3, ?4) \
+                     ON CONFLICT (kind, key) DO UPDATE SET json = excluded.json, \
+                     updated_at = excluded.updated_at",
+                )
+                .map_err(sql_err)?;
+            for (kind, key, document) in put {
+                insert
+                    .execute(params![kind, key, json_text(document), now])
+                    .map_err(sql_err)?;
+            }
+        }
+        tx.commit().map_err(sql_err)
     }
 }
 

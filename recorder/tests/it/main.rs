@@ -6,6 +6,7 @@ mod capture;
 mod import;
 mod parquet;
 mod sqlite;
+mod workspace;
 
 use std::path::PathBuf;
 

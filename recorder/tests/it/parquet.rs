@@ -205,6 +205,26 @@ fn steps_of_a_trace_spread_over_many_appends_stream_in_order() {
         9
     );
     assert_eq!(reopened.counts().unwrap().steps, 55);
+    // The batched read and the narrow tool walk see the same steps, in step order.
+    let batch = reopened.get_traces(&["trace-07", "trace-02"]).unwrap();
+    let batch_indices: Vec<Vec<u32>> = batch
+        .iter()
+        .map(|t| t.steps.iter().map(|s| s.step_index).collect())
+        .collect();
+    assert_eq!(batch_indices, vec![seen[7].1.clone(), seen[2].1.clone()]);
+    let mut walked: Vec<String> = Vec::new();
+    reopened
+        .for_each_step_tool(&mut |step| {
+            walked.push(step.trace_id.to_owned());
+            Ok(())
+        })
+        .unwrap();
+    let want: Vec<String> = seen
+        .iter()
+        .flat_map(|(id, indices)| std::iter::repeat_n(id.clone(), indices.len()))
+        .collect();
+    assert_eq!(walked, want);
+    assert_eq!(reopened.trace_ids().unwrap(), ids);
 }
 
 #[test]

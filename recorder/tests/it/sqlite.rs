@@ -380,6 +380,38 @@ pub mod suite {
         assert_eq!(seen[2].steps, vec![]);
         assert_eq!(seen[3].steps, steps[5..9]);
 
+        // A batch comes back in the order asked, unknown and repeated ids left out.
+        let batch = store
+            .get_traces(&["c-fourth", "missing", "b-first", "c-fourth", "d-third"])
+            .unwrap();
+        let batch_ids: Vec<&str> = batch.iter().map(|t| t.trace.trace_id.as_str()).collect();
+        assert_eq!(batch_ids, ["c-fourth", "b-first", "d-third"]);
+        assert_eq!(batch[0], seen[3]);
+        assert_eq!(batch[1], seen[0]);
+        assert_eq!(batch[2], seen[2]);
+
+        // The ids and the tool walk follow the same storage order; the walk skips traces
+        // without steps and keeps each trace's steps together, in step order.
+        assert_eq!(store.trace_ids().unwrap(), order);
+        type Walked = (String, String, Option<Timestamp>);
+        let mut walked: Vec<Walked> = Vec::new();
+        store
+            .for_each_step_tool(&mut |step| {
+                walked.push((
+                    step.trace_id.to_owned(),
+                    step.tool_name.to_owned(),
+                    step.started_at,
+                ));
+                Ok(())
+            })
+            .unwrap();
+        let want: Vec<Walked> = seen
+            .iter()
+            .flat_map(|t| t.steps.iter())
+            .map(|s| (s.trace_id.clone(), s.tool_name.clone(), s.started_at))
+            .collect();
+        assert_eq!(walked, want);
+
         // A visitor error stops the walk and comes back.
         let mut visited = 0;
         let err = store

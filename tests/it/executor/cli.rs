@@ -321,3 +321,98 @@ fn bad_input_fails_with_a_code_and_never_hangs() {
         assert!(!all.contains("panicked"), "{all}");
     }
 }
+
+#[test]
+fn a_saved_run_replays_on_its_own_and_a_bare_result_names_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    let calc = path(datasets().join("flows/calc.json"));
+    let run = chainweaver(
+        &[
+            "run",
+            &calc,
+            "--tools",
+            &manifest(),
+            "--input",
+            r#"{"a": 2, "b": 3, "factor": 4}"#,
+            "--save",
+            "run.json",
+        ],
+        dir.path(),
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("run.json")).unwrap())
+            .unwrap();
+    assert_eq!(saved["flow"]["name"], json!("calc"));
+
+    // No --flow and nothing registered: the flow saved with the run is replayed.
+    let replay = chainweaver(
+        &[
+            "replay",
+            "run.json",
+            "--mode",
+            "verify",
+            "--tools",
+            &manifest(),
+        ],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&replay.stdout);
+    assert!(
+        replay.status.success(),
+        "stdout: {text}\nstderr: {}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let trace_id = saved["trace_id"].as_str().unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "replay (verify) of trace {trace_id}, flow calc 1.0.0 (saved with the run): MATCH; \
+             3 recorded steps, 3 replayed\n"
+        )
+    );
+    assert!(
+        !dir.path().join("test.db").exists(),
+        "a self-contained run needs no store"
+    );
+
+    // A result without its flow, and a store that does not register it: the error says so.
+    let mut bare = saved.clone();
+    bare.as_object_mut().unwrap().remove("flow");
+    std::fs::write(dir.path().join("bare.json"), bare.to_string()).unwrap();
+    let replay = chainweaver(&["replay", "bare.json", "--tools", &manifest()], dir.path());
+    assert_eq!(replay.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&replay.stderr),
+        format!(
+            "error: [replay] bare.json: replay of trace {trace_id}: the result does not carry \
+             the flow it ran, and no flow `calc` version 1.0.0 is registered\n\
+             hint: pass the flow file it ran with --flow FILE, or register it in {} with \
+             `chainweaver flows register FILE`\n",
+            dir.path().join("test.db").display()
+        )
+    );
+    assert!(
+        !dir.path().join("test.db").exists(),
+        "looking for a registered flow creates no store"
+    );
+
+    // Registered, it is found there.
+    let register = chainweaver(&["flows", "register", &calc], dir.path());
+    assert!(
+        register.status.success(),
+        "{}",
+        String::from_utf8_lossy(&register.stderr)
+    );
+    let replay = chainweaver(&["replay", "bare.json", "--tools", &manifest()], dir.path());
+    assert!(
+        String::from_utf8_lossy(&replay.stdout).contains("(registered in the store): MATCH"),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&replay.stdout),
+        String::from_utf8_lossy(&replay.stderr)
+    );
+}

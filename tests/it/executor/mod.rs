@@ -8,6 +8,7 @@ mod chain;
 mod cli;
 mod compile;
 mod flows;
+mod map;
 mod registry;
 mod replay;
 mod runtime;

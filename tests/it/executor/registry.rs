@@ -3,7 +3,8 @@
 use std::process::Command;
 
 use chainweaver::recorder::store::{SqliteStore, TraceStore};
-use chainweaver::registry::{FLOW_DOCUMENT_KIND, FlowRegistry, FlowStatus};
+use chainweaver::registry::{FlowRegistry, FlowStatus};
+use chainweaver_recorder::model::DocumentKind;
 use serde_json::{Value, json};
 
 use super::{datasets, flow};
@@ -39,7 +40,7 @@ fn registry_state_survives_reopening_the_store() {
     }
     let store = SqliteStore::open(&db).unwrap();
     let keys: Vec<String> = store
-        .list_documents(FLOW_DOCUMENT_KIND)
+        .list_documents(DocumentKind::Flow.as_str())
         .unwrap()
         .into_iter()
         .map(|(k, _)| k)

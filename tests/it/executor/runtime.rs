@@ -1,12 +1,12 @@
 //! The executor's machinery: step cache, checkpoints and resume, DAG concurrency, streamed
 //! events, registry lookups, records and their JSON round trip.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use chainweaver::executor::{
     CheckpointSink, ExecutionResult, FileCheckpoints, FlowEvent, FlowExecutor, MemoryCheckpoints,
-    RunOptions, StepCache,
+    RunOptions, StepCache, StepRecord,
 };
 use chainweaver::registry::FlowStatus;
 use chainweaver::tool::Tool;
@@ -167,6 +167,30 @@ fn resume_after_a_simulated_crash_does_not_rerun_completed_steps() {
     );
 }
 
+/// True when every step of `records` was running at one moment: the latest start comes
+/// before the earliest end (intervals that pairwise overlap share a point).
+fn ran_at_once(records: &[&StepRecord]) -> bool {
+    let latest_start = records.iter().map(|r| r.started_at).max();
+    let earliest_end = records.iter().map(|r| r.ended_at).min();
+    matches!((latest_start, earliest_end), (Some(start), Some(end)) if start < end)
+}
+
+/// Each step's id and time span, for failure messages.
+fn spans(records: &[&StepRecord]) -> Vec<(String, String, String)> {
+    records
+        .iter()
+        .map(|r| {
+            (
+                r.step_id
+                    .clone()
+                    .unwrap_or_else(|| r.step_index.to_string()),
+                r.started_at.format("%H:%M:%S%.6f").to_string(),
+                r.ended_at.format("%H:%M:%S%.6f").to_string(),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn a_dag_level_of_8_sleeping_async_tools_runs_concurrently() {
     let sleeper = Tool::new_async("sleep200", |input| async move {
@@ -185,16 +209,10 @@ fn a_dag_level_of_8_sleeping_async_tools_runs_concurrently() {
     steps.push(json!({"step_id": "all", "tool_name": "collect",
         "depends_on": (0..8).map(|i| format!("s{i}")).collect::<Vec<_>>()}));
     let definition = flow(json!({"name": "fan", "steps": steps}));
-    let start = Instant::now();
     let result = executor
         .execute(&definition, obj(json!({})), &RunOptions::default())
         .unwrap();
-    let elapsed = start.elapsed();
     assert!(result.success, "{result:?}");
-    assert!(
-        elapsed < Duration::from_millis(400),
-        "8 x 200 ms took {elapsed:?}"
-    );
     assert_eq!(result.final_output.as_ref().unwrap()["count"], json!(8));
     let order: Vec<&str> = result
         .execution_log
@@ -205,21 +223,64 @@ fn a_dag_level_of_8_sleeping_async_tools_runs_concurrently() {
         order,
         vec!["s0", "s1", "s2", "s3", "s4", "s5", "s6", "s7", "all"]
     );
+    // The first level's 8 steps were all running at once; the last level started after them.
+    let level: Vec<&StepRecord> = result.execution_log[..8].iter().collect();
+    assert!(ran_at_once(&level), "not concurrent: {:?}", spans(&level));
+    let last = &result.execution_log[8];
+    assert!(
+        level.iter().all(|r| r.ended_at <= last.started_at),
+        "`all` started before its dependencies ended: {:?}",
+        spans(&result.execution_log.iter().collect::<Vec<_>>())
+    );
+
+    // The same tool in a linear flow: one step after the other, no overlap.
+    let linear = flow(json!({"name": "line", "steps": [
+        {"tool_name": "sleep200", "input_mapping": {"key": "a"}},
+        {"tool_name": "sleep200", "input_mapping": {"key": "b"}}
+    ]}));
+    let result = executor
+        .execute(
+            &linear,
+            obj(json!({"a": "x", "b": "y"})),
+            &RunOptions::default(),
+        )
+        .unwrap();
+    assert!(result.success, "{result:?}");
+    let steps: Vec<&StepRecord> = result.execution_log.iter().collect();
+    assert!(
+        steps[0].ended_at <= steps[1].started_at,
+        "a linear flow's steps overlapped: {:?}",
+        spans(&steps)
+    );
+}
+
+/// `block`: a blocking tool that waits until all `of` calls of it are inside it at once (or a
+/// generous 60 s passed, so a serial executor fails the step instead of hanging the test).
+fn rendezvous_tool(of: usize) -> Tool {
+    let arrived = Arc::new((Mutex::new(0usize), Condvar::new()));
+    Tool::sync("block", move |_| {
+        let (count, all_in) = &*arrived;
+        let mut inside = count.lock().map_err(|_| "poisoned")?;
+        *inside += 1;
+        all_in.notify_all();
+        let (inside, wait) = all_in
+            .wait_timeout_while(inside, Duration::from_secs(60), |n| *n < of)
+            .map_err(|_| "poisoned")?;
+        if wait.timed_out() {
+            return Err(format!("only {} of {of} calls ran at once", *inside).into());
+        }
+        Ok(json!({}))
+    })
+    .build()
+    .unwrap()
 }
 
 #[test]
 fn blocking_tools_in_a_dag_level_also_run_concurrently() {
-    let sleeper = Tool::sync("block200", |_| {
-        std::thread::sleep(Duration::from_millis(200));
-        Ok(json!({}))
-    })
-    .build()
-    .unwrap();
-    let executor = FlowExecutor::new(registry(vec![sleeper]));
+    let executor = FlowExecutor::new(registry(vec![rendezvous_tool(4)]));
     let steps: Vec<serde_json::Value> = (0..4)
-        .map(|i| json!({"step_id": format!("b{i}"), "tool_name": "block200"}))
+        .map(|i| json!({"step_id": format!("b{i}"), "tool_name": "block"}))
         .collect();
-    let start = Instant::now();
     let result = executor
         .execute(
             &flow(json!({"name": "fan", "steps": steps})),
@@ -227,12 +288,10 @@ fn blocking_tools_in_a_dag_level_also_run_concurrently() {
             &RunOptions::default(),
         )
         .unwrap();
-    assert!(result.success);
-    assert!(
-        start.elapsed() < Duration::from_millis(700),
-        "{:?}",
-        start.elapsed()
-    );
+    // Each call returned only once all 4 were inside the tool together.
+    assert!(result.success, "{:#?}", result.execution_log);
+    let level: Vec<&StepRecord> = result.execution_log.iter().collect();
+    assert!(ran_at_once(&level), "not concurrent: {:?}", spans(&level));
 }
 
 #[test]

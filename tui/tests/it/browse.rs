@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use chainweaver_analyzer::mine::MineOutcome;
 use chainweaver_recorder::Result as StoreResult;
 use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use chainweaver_recorder::store::{
@@ -20,7 +21,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::Value;
 
-use crate::fixture::{write_fixture, write_hostile_trace};
+use crate::fixture::{write_analyzed, write_fixture, write_hostile_trace};
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -132,10 +133,8 @@ fn snapshots_of_every_view() {
         keys(&mut b, &[Key::Tab]);
         assert_eq!(b.state.view, View::Tools);
         snapshot("tools", &b);
-        keys(&mut b, &[Key::Tab]);
-        snapshot("patterns", &b);
-        keys(&mut b, &[Key::Tab]);
-        snapshot("candidates", &b);
+        keys(&mut b, &[Key::Tab, Key::Tab]);
+        assert_eq!(b.state.view, View::Candidates);
         keys(&mut b, &[Key::Char('?')]);
         snapshot("help", &b);
         keys(&mut b, &[Key::Esc, Key::Tab]);
@@ -149,6 +148,115 @@ fn snapshots_of_every_view() {
         typed(&mut b, "dur<2s");
         keys(&mut b, &[Key::Enter]);
         snapshot("traces_bad_filter", &b);
+    }
+}
+
+fn mined_store(dir: &Path) -> (Box<dyn TraceStore>, MineOutcome) {
+    let mut store = SqliteStore::open(&dir.join("mined.db")).unwrap();
+    let outcome = write_analyzed(&mut store);
+    (Box::new(store), outcome)
+}
+
+/// Open the candidate that has a verdict, from the Traces view.
+fn open_verdict_candidate(b: &mut Browser) -> String {
+    keys(b, &[Key::Tab, Key::Tab, Key::Tab]);
+    assert_eq!(b.state.view, View::Candidates);
+    let verdict = b.state.verdicts.as_ref().unwrap()[0].clone();
+    let index = b
+        .state
+        .candidates
+        .items
+        .as_ref()
+        .unwrap()
+        .iter()
+        .position(|c| c.id == verdict.candidate_id)
+        .unwrap();
+    for _ in 0..index {
+        keys(b, &[Key::Char('j')]);
+    }
+    keys(b, &[Key::Enter]);
+    assert_eq!(b.state.view, View::Candidate);
+    verdict.candidate_id
+}
+
+#[test]
+fn patterns_and_candidates_mined_by_the_real_analyzer() {
+    for size in SIZES {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, outcome) = mined_store(dir.path());
+        let mut b = Browser::new(store, "mined.db", size).unwrap();
+        assert!(b.settle(WAIT));
+        keys(&mut b, &[Key::Tab, Key::Tab]);
+        assert_eq!(b.state.view, View::Patterns);
+        assert_eq!(
+            b.state.patterns.items.as_ref().unwrap().len(),
+            outcome.patterns.len().min(1000)
+        );
+        snapshot("mined_patterns", &b);
+        keys(&mut b, &[Key::Tab]);
+        let listed: Vec<&str> = b
+            .state
+            .candidates
+            .items
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|c| c.id.as_str())
+            .collect();
+        let mined: Vec<&str> = outcome.candidates.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(listed, mined, "best first, as mined");
+        snapshot("mined_candidates", &b);
+        // Back to Traces, then to the candidate with the verdict.
+        keys(&mut b, &[Key::Char('g'), Key::Tab]);
+        let id = open_verdict_candidate(&mut b);
+        snapshot("mined_candidate", &b);
+        let review: Vec<&str> = b
+            .state
+            .candidate
+            .lines
+            .iter()
+            .map(|l| l.text.as_str())
+            .collect();
+        for expected in [
+            "  step 0 find_customer /email <- input email, confidence 1.00 over 35",
+            "  step 1 get_customer /customer_id <- step 0 output /customer_id, confidence 0.97 over 35",
+            "  step 2 list_orders /status <- constant \"open\", confidence 1.00 over 35",
+            "verdict: partial",
+            "  exact replays 4/5 (5 found in 30 held-out traces), recorded tools",
+            "  failures: binding wrong 1",
+        ] {
+            assert!(
+                review.contains(&expected),
+                "{expected:?} missing from {review:#?}"
+            );
+        }
+
+        // The replay difference leads to its trace, at the differing step.
+        let verdict = b.state.verdicts.as_ref().unwrap()[0].clone();
+        let diff = &verdict.diffs[0];
+        let at = b
+            .state
+            .candidate
+            .lines
+            .iter()
+            .position(|l| l.jump.is_some())
+            .unwrap();
+        for _ in 0..at {
+            keys(&mut b, &[Key::Char('j')]);
+        }
+        keys(&mut b, &[Key::Enter]);
+        assert_eq!(b.state.view, View::Detail);
+        let step = b.state.detail.selected_step().unwrap();
+        assert_eq!(step.trace_id, diff.occurrence.trace_id);
+        assert_eq!(step.step_index, diff.occurrence.step_indices[diff.step]);
+        assert_eq!(step.tool_name, diff.tool_name);
+        keys(&mut b, &[Key::Esc]);
+        assert_eq!(b.state.view, View::Candidate);
+        assert_eq!(b.state.candidate.id.as_deref(), Some(id.as_str()));
+        keys(&mut b, &[Key::Char('r')]);
+        assert_eq!(b.state.candidate.raw_lines[0], "{");
+        keys(&mut b, &[Key::Esc]);
+        assert_eq!(b.state.view, View::Candidates);
     }
 }
 
@@ -180,6 +288,16 @@ fn ascii_mode_draws_only_ascii() {
     }
     keys(&mut b, &[Key::Char('?')]);
     frames.push(frame_text(&b, theme));
+    // The mined results: the candidates table and a candidate with its verdict.
+    let mined_dir = tempfile::tempdir().unwrap();
+    let (store, _) = mined_store(mined_dir.path());
+    let mut m = Browser::new(store, "mined.db", (100, 30)).unwrap();
+    assert!(m.settle(WAIT));
+    keys(&mut m, &[Key::Tab, Key::Tab, Key::Tab]);
+    frames.push(frame_text(&m, theme));
+    keys(&mut m, &[Key::Tab]);
+    open_verdict_candidate(&mut m);
+    frames.push(frame_text(&m, theme));
     for frame in &frames {
         let odd: Vec<char> = frame.chars().filter(|c| !c.is_ascii()).collect();
         assert!(odd.is_empty(), "non-ASCII {odd:?} in\n{frame}");

@@ -1,8 +1,15 @@
-//! The fixture store the browser tests run on: deterministic traces, steps and documents
-//! written through a real store.
+//! The fixture stores the browser tests run on, written through a real store: deterministic
+//! hand-made traces for the trace views, and generated traffic mined by the real analyzer for
+//! the pattern and candidate views.
 
+use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig, MineOutcome, StreamConfig};
+use chainweaver_recorder::model::candidate::{
+    Candidate, FailureCounts, StepDiff, Verdict, VerdictStatus, VerdictThresholds,
+};
 use chainweaver_recorder::model::{ObservedStep, ObservedTrace, Timestamp};
 use chainweaver_recorder::store::TraceStore;
+use chainweaver_recorder::synth::{Generator, GeneratorConfig};
+use chainweaver_recorder::workspace::Workspace;
 use chrono::{TimeZone, Utc};
 use serde_json::json;
 
@@ -21,7 +28,7 @@ const TOOLS: [&str; 5] = [
 ];
 
 /// 40 timed traces (some with failed steps), one with durations only, one with nothing but
-/// order, plus a pattern, two candidates and a verdict.
+/// order.
 pub fn write_fixture(store: &mut dyn TraceStore) {
     let mut traces = Vec::new();
     let mut steps = Vec::new();
@@ -83,55 +90,91 @@ pub fn write_fixture(store: &mut dyn TraceStore) {
         steps.push(step);
     }
     store.append(&traces, &steps).unwrap();
+}
 
-    store
-        .put_document(
-            "pattern",
-            "p-0001",
-            &json!({
-                "name": "get_user_details > get_order_details",
-                "steps": ["get_user_details", "get_order_details"],
-                "support": 9,
-                "occurrences": [{"trace_id": "trace-000", "start": 0}, {"trace_id": "trace-005", "start": 0}]
-            }),
-        )
+/// Traces of generated agent traffic (with planted flows) in the store, and the patterns and
+/// candidates the real analyzer mines from them, stored as `mine` stores them. One candidate
+/// gets a verdict built from its own occurrences (see [`replay_verdict`]); the others have
+/// none, as after `mine` without `verify`.
+pub fn write_analyzed(store: &mut dyn TraceStore) -> MineOutcome {
+    let mut generator = Generator::new(GeneratorConfig {
+        traces: 150,
+        seed: 11,
+        ..GeneratorConfig::default()
+    });
+    let mut traces = Vec::new();
+    let mut steps = Vec::new();
+    while let Some(trace) = generator.next_trace() {
+        traces.push(trace.trace);
+        steps.extend(trace.steps);
+    }
+    store.append(&traces, &steps).unwrap();
+    let outcome = ChainAnalyzer::new(MineConfig::default())
+        .analyze_store(&*store, &StreamConfig::default())
         .unwrap();
     store
-        .put_document(
-            "candidate",
-            "c-0001",
-            &json!({
-                "name": "lookup_order",
-                "support": 9,
-                "steps": [{"tool_name": "get_user_details"}, {"tool_name": "get_order_details"}],
-                "bindings": [
-                    {"step": 0, "field": "user_id", "source": "input:user_id", "confidence": 1.0},
-                    {"step": 1, "field": "order_id", "source": "/steps/0/outputs/orders/0", "confidence": 0.78}
-                ],
-                "round_trips_saved": 1
-            }),
-        )
+        .replace_mining_results(&outcome.patterns, &outcome.candidates)
         .unwrap();
-    store
-        .put_document(
-            "candidate",
-            "c-0002",
-            &json!({"name": "cancel_then_calculate", "support": 4, "steps": ["cancel_pending_order", "calculate"]}),
-        )
+    let verdict = replay_verdict(&*store, &outcome.candidates);
+    store.put_verdicts(&[verdict]).unwrap();
+    outcome
+}
+
+/// A partial verdict for the best candidate whose last step takes an input from an earlier
+/// step: five of its real occurrences replayed, the first with that input replayed wrong. The
+/// difference names the occurrence's trace, the step and the pointer, and its recorded value
+/// is the one in the stored trace, so jumping to it lands on that call.
+pub fn replay_verdict(store: &dyn TraceStore, candidates: &[Candidate]) -> Verdict {
+    let (candidate, binding) = candidates
+        .iter()
+        .find_map(|c| {
+            c.bindings
+                .iter()
+                .rev()
+                .find(|b| b.step > 0 && b.source.source_step().is_some())
+                .map(|b| (c, b))
+        })
+        .expect("a candidate with a linked binding");
+    let occurrence = candidate.evidence.occurrence_refs[0].clone();
+    let step_index = occurrence.step_indices[binding.step];
+    let trace = store.get_trace(&occurrence.trace_id).unwrap().unwrap();
+    let step = trace
+        .steps
+        .iter()
+        .find(|s| s.step_index == step_index)
         .unwrap();
-    store
-        .put_document(
-            "verdict",
-            "c-0001",
-            &json!({
-                "candidate": "c-0001",
-                "status": "partial",
-                "occurrences_replayed": 5,
-                "exact_matches": 4,
-                "diffs": [{"step": 1, "pointer": "/items/0/price", "expected": 1183.68, "actual": 1183.7}]
-            }),
-        )
-        .unwrap();
+    assert_eq!(step.tool_name, binding.tool_name);
+    let recorded = step.inputs.pointer(&binding.field).cloned();
+    let replayed = candidate.evidence.occurrence_refs.len().min(5);
+    Verdict {
+        candidate_id: candidate.id.clone(),
+        status: VerdictStatus::Partial,
+        occurrences_replayed: replayed,
+        exact_matches: replayed - 1,
+        exact_rate: (replayed - 1) as f64 / replayed as f64,
+        failures: FailureCounts {
+            binding_wrong: 1,
+            ..FailureCounts::default()
+        },
+        mode: "recorded".into(),
+        reason: format!(
+            "{} of {replayed} replays matched their recording",
+            replayed - 1
+        ),
+        cause: None,
+        thresholds: Some(VerdictThresholds::default()),
+        holdout_traces: 30,
+        occurrences_found: replayed,
+        verified_at: None,
+        diffs: vec![StepDiff {
+            occurrence,
+            step: binding.step,
+            tool_name: binding.tool_name.clone(),
+            pointer: format!("/inputs{}", binding.field),
+            expected: recorded,
+            actual: Some(json!("replayed-wrong")),
+        }],
+    }
 }
 
 /// A trace whose payloads try to drive the terminal: ESC sequences, NUL, CR and a 1 MB line.

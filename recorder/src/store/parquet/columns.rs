@@ -273,8 +273,12 @@ impl<'a> Columns<'a> {
             .map_err(|e| self.corrupt(format!("{} is not a JSON object: {e}", what())))
     }
 
-    /// Decode every row of a `traces` batch: (trace_seq, write_seq, trace).
-    pub fn traces(&self) -> Result<Vec<(u64, u64, ObservedTrace)>> {
+    /// Decode the rows of a `traces` batch whose trace id `keep` accepts:
+    /// (trace_seq, write_seq, trace).
+    pub fn traces_where(
+        &self,
+        keep: &dyn Fn(&str) -> bool,
+    ) -> Result<Vec<(u64, u64, ObservedTrace)>> {
         let trace_id = self.strings("trace_id")?;
         let session_id = self.strings("session_id")?;
         let source = self.strings("source")?;
@@ -286,6 +290,9 @@ impl<'a> Columns<'a> {
         let write_seq = self.u64s(WRITE_SEQ)?;
         let mut rows = Vec::with_capacity(self.batch.num_rows());
         for i in 0..self.batch.num_rows() {
+            if !keep(trace_id.value(i)) {
+                continue;
+            }
             let id = trace_id.value(i).to_owned();
             let trace = ObservedTrace {
                 session_id: opt_string(session_id, i),

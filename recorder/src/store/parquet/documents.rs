@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{atomic_write, io_error};
+use super::{atomic_write, io_error, nonce, sync_dir};
 use crate::error::{RecorderError, Result};
 
 const SUFFIX: &str = ".json";
@@ -128,6 +128,65 @@ impl Documents<'_> {
         }
         documents.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(documents)
+    }
+
+    /// Replace each kind of `clear` whole, then put the other documents one by one. A cleared
+    /// kind's new documents are written into a staging folder first (each file synced), which
+    /// then takes the kind folder's place by renames: a reader sees all old or all new
+    /// documents of a kind, and a crash leaves only hidden staging folders behind (readers skip
+    /// names starting with `.`, and the next batch removes them).
+    pub fn write_batch(&self, clear: &[&str], put: &[(&str, &str, &Value)]) -> Result<()> {
+        let documents = self.root.join("documents");
+        self.remove_leftovers(&documents)?;
+        let batch = nonce();
+        for kind in clear {
+            let live = self.kind_dir(kind)?;
+            let staged = documents.join(format!(".staged-{batch}-{}", escape(kind)));
+            fs::create_dir_all(&staged).map_err(|e| io_error(&staged, e))?;
+            for (_, key, document) in put.iter().filter(|(k, _, _)| k == kind) {
+                if key.is_empty() {
+                    return Err(self.invalid("a document key must not be empty"));
+                }
+                let file = staged.join(format!("{}{SUFFIX}", escape(key)));
+                atomic_write(&file, document.to_string().as_bytes())?;
+            }
+            let retired = documents.join(format!(".retired-{batch}-{}", escape(kind)));
+            match fs::rename(&live, &retired) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&live, e)),
+            }
+            fs::rename(&staged, &live).map_err(|e| io_error(&live, e))?;
+            sync_dir(&documents)?;
+            match fs::remove_dir_all(&retired) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&retired, e)),
+            }
+        }
+        for (kind, key, document) in put.iter().filter(|(k, _, _)| !clear.contains(k)) {
+            self.put(kind, key, document)?;
+        }
+        Ok(())
+    }
+
+    /// Staging and retired folders an interrupted batch left behind.
+    fn remove_leftovers(&self, documents: &Path) -> Result<()> {
+        let entries = match fs::read_dir(documents) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error(documents, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(documents, e))?;
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".staged-") || name.starts_with(".retired-") {
+                let path = entry.path();
+                fs::remove_dir_all(&path).map_err(|e| io_error(&path, e))?;
+            }
+        }
+        Ok(())
     }
 
     pub fn delete(&self, kind: &str, key: &str) -> Result<bool> {

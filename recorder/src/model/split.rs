@@ -1,5 +1,7 @@
 //! Which traces mining sees and which verification replays: a deterministic split by a hash of
 //! the trace id, so the same store always splits the same way, whatever order traces arrive in.
+//! Every candidate records the split it was mined with, so verification replays only traffic
+//! its mining run did not see.
 
 use serde::{Deserialize, Serialize};
 

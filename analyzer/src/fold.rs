@@ -1,0 +1,602 @@
+//! Folding: one proposal per behaviour instead of one per window of it.
+//!
+//! Mining proposes every frequent window of what agents do: a loop over a list becomes one
+//! candidate per loop count, a lookup that can start from an email or a zip code becomes two,
+//! and every prefix and suffix of a long behaviour that clears the support threshold becomes its
+//! own. Folding groups them back, in three moves over the candidates a report would propose
+//! (best first):
+//!
+//! 1. **Loop counts.** Candidates whose tool sequences are equal once back-to-back repeats of a
+//!    tool are collapsed are one behaviour; the collapsed step is marked repeated.
+//! 2. **First steps.** Behaviours equal but for their first step (with at least two steps
+//!    after it) are one behaviour whose first step has alternatives.
+//! 3. **Parts.** A behaviour whose shape sits inside a longer one, and whose occurrences in the
+//!    traffic lie inside an occurrence of the longer one at least [`FoldConfig::inside_share`]
+//!    of the time, is folded into it. One that mostly occurs on its own stays a proposal.
+//!
+//! Occurrences are counted on the tool sequences alone (no payloads), at the level of runs: a
+//! trace `a b b b c` is the runs `a`, `b x3`, `c`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use chainweaver_recorder::model::candidate::{Behaviour, BehaviourVariant, ShapeStep, VariantKind};
+use chainweaver_recorder::store::ToolSequences;
+
+/// Folding settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FoldConfig {
+    /// A part is folded into a longer behaviour when at least this share of its occurrences lie
+    /// inside one of the longer behaviour's (default 0.8).
+    pub inside_share: f64,
+}
+
+impl Default for FoldConfig {
+    fn default() -> Self {
+        Self { inside_share: 0.8 }
+    }
+}
+
+/// A candidate to fold: its id and tool sequence, in the order proposals are ranked.
+#[derive(Debug, Clone, Copy)]
+pub struct FoldInput<'a> {
+    pub id: &'a str,
+    pub tools: &'a [String],
+    /// Gapped candidates keep their own behaviour (their occurrences are not contiguous).
+    pub gapped: bool,
+}
+
+/// A tool sequence with back-to-back repeats collapsed: (tool, times).
+fn runs<T: PartialEq + Clone>(items: &[T]) -> Vec<(T, usize)> {
+    let mut out: Vec<(T, usize)> = Vec::new();
+    for item in items {
+        match out.last_mut() {
+            Some((last, times)) if last == item => *times += 1,
+            _ => out.push((item.clone(), 1)),
+        }
+    }
+    out
+}
+
+/// A behaviour being built.
+struct Group {
+    shape: Vec<ShapeStep>,
+    variants: Vec<BehaviourVariant>,
+    gapped: bool,
+}
+
+/// Fold ranked candidates into behaviours, in the order of their best-ranked candidate.
+pub fn fold(
+    candidates: &[FoldInput<'_>],
+    sequences: &ToolSequences,
+    config: &FoldConfig,
+) -> Vec<Behaviour> {
+    let mut groups = loop_groups(candidates);
+    merge_first_steps(&mut groups);
+    let runs_of = TraceRuns::new(sequences);
+    fold_parts(&mut groups, &runs_of, config);
+    let mut names: HashMap<String, usize> = HashMap::new();
+    groups
+        .into_iter()
+        .map(|group| {
+            let traces = runs_of.traces_with(&group.shape);
+            let mut name = display_name(&group.shape);
+            let seen = names.entry(name.clone()).or_insert(0);
+            *seen += 1;
+            if *seen > 1 {
+                name = format!("{name} ({seen})");
+            }
+            Behaviour {
+                name,
+                lead: group.variants[0].candidate_id.clone(),
+                shape: group.shape,
+                variants: group.variants,
+                traces,
+            }
+        })
+        .collect()
+}
+
+/// Move 1: candidates with the same collapsed sequence, the best-ranked one leading.
+fn loop_groups(candidates: &[FoldInput<'_>]) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut by_key: HashMap<Vec<String>, usize> = HashMap::new();
+    for candidate in candidates {
+        let collapsed = runs(candidate.tools);
+        let key: Vec<String> = collapsed.iter().map(|(tool, _)| tool.clone()).collect();
+        let existing = if candidate.gapped {
+            None
+        } else {
+            by_key.get(&key).copied()
+        };
+        match existing {
+            Some(at) => {
+                let group = &mut groups[at];
+                for (step, (_, times)) in group.shape.iter_mut().zip(&collapsed) {
+                    step.repeated |= *times > 1;
+                }
+                group.variants.push(BehaviourVariant {
+                    candidate_id: candidate.id.to_string(),
+                    kind: VariantKind::LoopCount,
+                    tools: candidate.tools.to_vec(),
+                    inside: 1.0,
+                });
+            }
+            None => {
+                if !candidate.gapped {
+                    by_key.insert(key, groups.len());
+                }
+                groups.push(Group {
+                    shape: collapsed
+                        .into_iter()
+                        .map(|(tool, times)| ShapeStep {
+                            tools: vec![tool],
+                            repeated: times > 1,
+                        })
+                        .collect(),
+                    variants: vec![BehaviourVariant {
+                        candidate_id: candidate.id.to_string(),
+                        kind: VariantKind::Lead,
+                        tools: candidate.tools.to_vec(),
+                        inside: 1.0,
+                    }],
+                    gapped: candidate.gapped,
+                });
+            }
+        }
+    }
+    groups
+}
+
+/// Move 2: behaviours equal but for their first step (two or more steps after it).
+fn merge_first_steps(groups: &mut Vec<Group>) {
+    let mut at = 0;
+    while at < groups.len() {
+        let mut other = at + 1;
+        while other < groups.len() {
+            let same_rest = {
+                let (a, b) = (&groups[at], &groups[other]);
+                !a.gapped
+                    && !b.gapped
+                    && a.shape.len() >= 3
+                    && a.shape.len() == b.shape.len()
+                    && a.shape[1..]
+                        .iter()
+                        .zip(&b.shape[1..])
+                        .all(|(x, y)| x.tools == y.tools)
+            };
+            if same_rest {
+                let merged = groups.remove(other);
+                let group = &mut groups[at];
+                for (step, other_step) in group.shape.iter_mut().zip(&merged.shape) {
+                    step.repeated |= other_step.repeated;
+                }
+                for tool in merged.shape[0].tools.iter() {
+                    if !group.shape[0].tools.contains(tool) {
+                        group.shape[0].tools.push(tool.clone());
+                    }
+                }
+                group
+                    .variants
+                    .extend(merged.variants.into_iter().map(|mut variant| {
+                        variant.kind = VariantKind::FirstStep;
+                        variant
+                    }));
+            } else {
+                other += 1;
+            }
+        }
+        at += 1;
+    }
+}
+
+/// Move 3: fold each behaviour that mostly occurs inside a longer one into it, shortest first
+/// so a part of a part ends up in the longest behaviour holding it.
+fn fold_parts(groups: &mut Vec<Group>, runs_of: &TraceRuns<'_>, config: &FoldConfig) {
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    order.sort_by_key(|&g| groups[g].shape.len());
+    let mut parent: Vec<Option<(usize, f64)>> = vec![None; groups.len()];
+    for &small in &order {
+        if groups[small].gapped {
+            continue;
+        }
+        let mut best: Option<(usize, f64)> = None;
+        for big in 0..groups.len() {
+            let longer = groups[big].shape.len() > groups[small].shape.len();
+            if big == small || groups[big].gapped || !longer {
+                continue;
+            }
+            if !contains_shape(&groups[big].shape, &groups[small].shape) {
+                continue;
+            }
+            let share = runs_of.inside_share(&groups[small].shape, &groups[big].shape);
+            if share >= config.inside_share && best.is_none_or(|(_, b)| share > b) {
+                best = Some((big, share));
+            }
+        }
+        parent[small] = best;
+    }
+    // Follow each chain to its root, then move the parts over, keeping the rank order.
+    let root = |mut g: usize| {
+        let mut share = 1.0;
+        while let Some((p, s)) = parent[g] {
+            share = f64::min(share, s);
+            g = p;
+        }
+        (g, share)
+    };
+    let roots: Vec<(usize, f64)> = (0..groups.len()).map(root).collect();
+    let mut taken: Vec<Vec<BehaviourVariant>> = vec![Vec::new(); groups.len()];
+    for (g, &(r, share)) in roots.iter().enumerate() {
+        if r != g {
+            let moved = std::mem::take(&mut groups[g].variants);
+            taken[r].extend(moved.into_iter().map(|mut variant| {
+                variant.kind = VariantKind::Part;
+                variant.inside = share;
+                variant
+            }));
+        }
+    }
+    for (group, parts) in groups.iter_mut().zip(taken) {
+        group.variants.extend(parts);
+    }
+    groups.retain(|group| !group.variants.is_empty());
+}
+
+/// True when `small`'s steps appear in `big` as a contiguous run of steps, each of `small`'s
+/// tools allowed where `big` allows it.
+fn contains_shape(big: &[ShapeStep], small: &[ShapeStep]) -> bool {
+    big.windows(small.len()).any(|window| {
+        window
+            .iter()
+            .zip(small)
+            .all(|(b, s)| s.tools.iter().all(|tool| b.tools.contains(tool)))
+    })
+}
+
+/// A behaviour's display name: its steps (the first and last when there are more than three),
+/// `each` before a repeated one; an interchangeable first step shows its first-ranked tool.
+fn display_name(shape: &[ShapeStep]) -> String {
+    let word = |step: &ShapeStep| {
+        let tool = step.tools.first().map_or("?", String::as_str);
+        if step.repeated {
+            format!("each {tool}")
+        } else {
+            tool.to_string()
+        }
+    };
+    let words: Vec<String> = if shape.len() > 3 {
+        vec![word(&shape[0]), "...".into(), word(&shape[shape.len() - 1])]
+    } else {
+        shape.iter().map(word).collect()
+    };
+    words.join(" -> ")
+}
+
+/// Every trace's tool runs, for counting behaviour occurrences.
+pub struct TraceRuns<'a> {
+    sequences: &'a ToolSequences,
+    /// Per trace: (tool, first position, length) of each run.
+    runs: Vec<Vec<(u32, usize, usize)>>,
+}
+
+impl<'a> TraceRuns<'a> {
+    pub fn new(sequences: &'a ToolSequences) -> Self {
+        let runs = sequences
+            .sequences
+            .iter()
+            .map(|sequence| {
+                let mut out: Vec<(u32, usize, usize)> = Vec::new();
+                for (position, &tool) in sequence.iter().enumerate() {
+                    match out.last_mut() {
+                        Some((last, _, len)) if *last == tool => *len += 1,
+                        _ => out.push((tool, position, 1)),
+                    }
+                }
+                out
+            })
+            .collect();
+        Self { sequences, runs }
+    }
+
+    /// The shape with tool names turned into the sequences' tool indexes (`None`: a tool the
+    /// traces never call).
+    fn indexed(&self, shape: &[ShapeStep]) -> Option<Vec<(BTreeSet<u32>, bool)>> {
+        shape
+            .iter()
+            .map(|step| {
+                let tools: BTreeSet<u32> = step
+                    .tools
+                    .iter()
+                    .filter_map(|tool| {
+                        self.sequences
+                            .names
+                            .iter()
+                            .position(|name| name == tool)
+                            .map(|i| i as u32)
+                    })
+                    .collect();
+                (!tools.is_empty()).then_some((tools, step.repeated))
+            })
+            .collect()
+    }
+
+    /// Occurrences of `shape` in trace `t`: (first run, last run, first call, calls).
+    ///
+    /// A repeated step takes a whole run; a step that is not repeated takes one call, so it
+    /// must be a run of one call unless it is the first step (the last call of a longer run)
+    /// or the last step (the first call of one).
+    fn occurrences(
+        &self,
+        t: usize,
+        shape: &[(BTreeSet<u32>, bool)],
+    ) -> Vec<(usize, usize, usize, usize)> {
+        let runs = &self.runs[t];
+        let mut found = Vec::new();
+        if shape.is_empty() || runs.len() < shape.len() {
+            return found;
+        }
+        let last = shape.len() - 1;
+        for first in 0..=runs.len() - shape.len() {
+            let mut calls = 0;
+            let mut start = 0;
+            let matched = shape.iter().enumerate().all(|(k, (tools, repeated))| {
+                let (tool, position, len) = runs[first + k];
+                if !tools.contains(&tool) {
+                    return false;
+                }
+                let (from, taken) = if *repeated {
+                    (position, len)
+                } else if k == 0 {
+                    (position + len - 1, 1)
+                } else if k == last || len == 1 {
+                    (position, 1)
+                } else {
+                    return false;
+                };
+                if k == 0 {
+                    start = from;
+                }
+                calls += taken;
+                true
+            });
+            if matched {
+                found.push((first, first + last, start, calls));
+            }
+        }
+        found
+    }
+
+    /// Share of `small`'s occurrences whose runs lie inside an occurrence of `big`.
+    pub fn inside_share(&self, small: &[ShapeStep], big: &[ShapeStep]) -> f64 {
+        let (Some(small), Some(big)) = (self.indexed(small), self.indexed(big)) else {
+            return 0.0;
+        };
+        let (mut inside, mut total) = (0usize, 0usize);
+        for t in 0..self.runs.len() {
+            let smalls = self.occurrences(t, &small);
+            if smalls.is_empty() {
+                continue;
+            }
+            let bigs = self.occurrences(t, &big);
+            total += smalls.len();
+            inside += smalls
+                .iter()
+                .filter(|(a, b, _, _)| bigs.iter().any(|(c, d, _, _)| c <= a && b <= d))
+                .count();
+        }
+        if total == 0 {
+            0.0
+        } else {
+            inside as f64 / total as f64
+        }
+    }
+
+    /// Traces holding at least one occurrence of `shape`.
+    pub fn traces_with(&self, shape: &[ShapeStep]) -> usize {
+        let Some(shape) = self.indexed(shape) else {
+            return 0;
+        };
+        (0..self.runs.len())
+            .filter(|&t| !self.occurrences(t, &shape).is_empty())
+            .count()
+    }
+
+    /// Calls (of every trace) inside an occurrence of any of `shapes`, and all calls.
+    pub fn covered_calls(&self, shapes: &[&[ShapeStep]]) -> (usize, usize) {
+        let indexed: Vec<Vec<(BTreeSet<u32>, bool)>> = shapes
+            .iter()
+            .filter_map(|shape| self.indexed(shape))
+            .collect();
+        let mut covered = 0;
+        let mut total = 0;
+        for (t, sequence) in self.sequences.sequences.iter().enumerate() {
+            total += sequence.len();
+            let mut marked = vec![false; sequence.len()];
+            for shape in &indexed {
+                for (_, _, start, calls) in self.occurrences(t, shape) {
+                    for mark in marked.iter_mut().skip(start).take(calls) {
+                        *mark = true;
+                    }
+                }
+            }
+            covered += marked.iter().filter(|m| **m).count();
+        }
+        (covered, total)
+    }
+}
+
+/// A candidate's tool sequence as a shape of single calls (no repeats, no alternatives), for
+/// counting what the unfolded candidates cover.
+pub fn exact_shape(tools: &[String]) -> Vec<ShapeStep> {
+    tools
+        .iter()
+        .map(|tool| ShapeStep {
+            tools: vec![tool.clone()],
+            repeated: false,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools(names: &str) -> Vec<String> {
+        names.split_whitespace().map(str::to_string).collect()
+    }
+
+    fn sequences(traces: &[&str]) -> ToolSequences {
+        let mut names: Vec<String> = Vec::new();
+        let mut out = ToolSequences::default();
+        for (t, trace) in traces.iter().enumerate() {
+            let mut sequence = Vec::new();
+            for tool in trace.split_whitespace() {
+                let at = match names.iter().position(|n| n == tool) {
+                    Some(at) => at,
+                    None => {
+                        names.push(tool.to_string());
+                        names.len() - 1
+                    }
+                };
+                sequence.push(at as u32);
+            }
+            out.trace_ids.push(format!("t{t}"));
+            out.sequences.push(sequence);
+            out.first_started.push(None);
+        }
+        out.names = names;
+        out
+    }
+
+    fn fold_all(candidates: &[(&str, &str)], traces: &[&str]) -> Vec<Behaviour> {
+        let owned: Vec<(String, Vec<String>)> = candidates
+            .iter()
+            .map(|(id, t)| (id.to_string(), tools(t)))
+            .collect();
+        let inputs: Vec<FoldInput<'_>> = owned
+            .iter()
+            .map(|(id, tools)| FoldInput {
+                id,
+                tools,
+                gapped: false,
+            })
+            .collect();
+        fold(&inputs, &sequences(traces), &FoldConfig::default())
+    }
+
+    fn summary(behaviours: &[Behaviour]) -> Vec<(String, Vec<(String, VariantKind)>)> {
+        behaviours
+            .iter()
+            .map(|b| {
+                (
+                    b.name.clone(),
+                    b.variants
+                        .iter()
+                        .map(|v| (v.candidate_id.clone(), v.kind))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn loop_counts_first_steps_and_parts_fold_into_one_behaviour() {
+        let traces = [
+            "zip user order",
+            "zip user order order",
+            "zip user order order order",
+            "email user order order",
+            "email user order",
+            "zip user order other",
+        ];
+        let behaviours = fold_all(
+            &[
+                ("zip1", "zip user order"),
+                ("zip2", "zip user order order"),
+                ("email1", "email user order"),
+                ("user-order", "user order"),
+                ("zip-user", "zip user"),
+            ],
+            &traces,
+        );
+        assert_eq!(
+            summary(&behaviours),
+            vec![(
+                "zip -> user -> each order".to_string(),
+                vec![
+                    ("zip1".to_string(), VariantKind::Lead),
+                    ("zip2".to_string(), VariantKind::LoopCount),
+                    ("email1".to_string(), VariantKind::FirstStep),
+                    ("user-order".to_string(), VariantKind::Part),
+                    ("zip-user".to_string(), VariantKind::Part),
+                ]
+            )]
+        );
+        assert_eq!(behaviours[0].lead, "zip1");
+        assert_eq!(behaviours[0].traces, 6);
+        assert_eq!(
+            behaviours[0].shape[0].tools,
+            vec!["zip".to_string(), "email".to_string()]
+        );
+    }
+
+    #[test]
+    fn a_part_that_mostly_occurs_on_its_own_stays_a_proposal() {
+        // `order product` occurs 4 times, once inside `user order product`.
+        let traces = [
+            "user order product",
+            "order product",
+            "order product",
+            "x order product",
+            "user order product",
+        ];
+        let behaviours = fold_all(
+            &[("long", "user order product"), ("short", "order product")],
+            &traces,
+        );
+        let names: Vec<&str> = behaviours.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["user -> order -> product", "order -> product"]);
+        let shape = exact_shape(&tools("order product"));
+        let long = exact_shape(&tools("user order product"));
+        let sequences = sequences(&traces);
+        let runs = TraceRuns::new(&sequences);
+        assert!((runs.inside_share(&shape, &long) - 0.4).abs() < 1e-9);
+    }
+
+    #[test]
+    fn occurrences_respect_single_calls_and_repeats() {
+        let traces = ["a b b c", "a b c", "b b"];
+        let sequences = sequences(&traces);
+        let runs = TraceRuns::new(&sequences);
+        // `a b c` as single calls: only the second trace; `a each b c`: both.
+        assert_eq!(runs.traces_with(&exact_shape(&tools("a b c"))), 1);
+        let looped = vec![
+            ShapeStep {
+                tools: tools("a"),
+                repeated: false,
+            },
+            ShapeStep {
+                tools: tools("b"),
+                repeated: true,
+            },
+            ShapeStep {
+                tools: tools("c"),
+                repeated: false,
+            },
+        ];
+        assert_eq!(runs.traces_with(&looped), 2);
+        // Covered calls: 4 + 3 of 9.
+        assert_eq!(runs.covered_calls(&[&looped]), (7, 9));
+        // A last single step takes the first call of a longer run: `a b` covers `a b` of
+        // `a b b c`.
+        assert_eq!(runs.covered_calls(&[&exact_shape(&tools("a b"))]), (4, 9));
+    }
+
+    #[test]
+    fn names_are_short_and_unique() {
+        let traces = ["a b c d", "a x y d"];
+        let behaviours = fold_all(&[("one", "a b c d"), ("two", "a x y d")], &traces);
+        let names: Vec<&str> = behaviours.iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["a -> ... -> d", "a -> ... -> d (2)"]);
+    }
+}

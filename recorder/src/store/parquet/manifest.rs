@@ -1,0 +1,151 @@
+//! Commits: the dataset marker, the manifest of each committed append, reading the manifests,
+//! and removing the leftovers of appends that never committed.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::ErrorKind;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::{COMMITS_DIR, ParquetStore, io_error};
+use crate::error::{RecorderError, Result};
+
+/// The format marker at the dataset root.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct Marker {
+    pub(super) format: String,
+    pub(super) version: i64,
+}
+
+/// One part file of a commit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct PartInfo {
+    /// Path relative to the dataset root, `/`-separated.
+    pub(super) file: String,
+    /// The partition directory name, e.g. `date=2026-01-02`.
+    pub(super) partition: String,
+    pub(super) rows: u64,
+    pub(super) min_trace_seq: u64,
+    pub(super) max_trace_seq: u64,
+}
+
+/// The manifest of one committed append.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Commit {
+    /// The append's write sequence number: 1, 2, 3, ...
+    pub(super) seq: u64,
+    /// Traces first stored by this append.
+    pub(super) new_traces: u64,
+    pub(super) new_steps: u64,
+    pub(super) new_failed_steps: u64,
+    pub(super) trace_parts: Vec<PartInfo>,
+    pub(super) step_parts: Vec<PartInfo>,
+}
+
+pub(super) fn commit_file_name(seq: u64) -> String {
+    format!("{seq:020}.json")
+}
+
+/// A part file's write sequence number, from its name (`part-<seq>-...` or a temporary
+/// `.part-<seq>-...`).
+pub(super) fn part_seq(name: &str) -> Option<u64> {
+    let rest = name
+        .strip_prefix('.')
+        .unwrap_or(name)
+        .strip_prefix("part-")?;
+    rest.split('-').next()?.parse().ok()
+}
+
+impl ParquetStore {
+    /// Every committed append, oldest first.
+    pub(super) fn commits(&self) -> Result<Vec<Arc<Commit>>> {
+        let dir = self.root.join(COMMITS_DIR);
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error(&dir, e)),
+        };
+        // Manifests never change once committed: parse each one once per handle.
+        let mut cache = self
+            .manifests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut commits = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_error(&dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some(stem) = name.strip_suffix(".json") else {
+                continue;
+            };
+            if stem.len() != 20 || !stem.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(seq) = stem.parse::<u64>() else {
+                continue;
+            };
+            if let Some(commit) = cache.get(&seq) {
+                commits.push(Arc::clone(commit));
+                continue;
+            }
+            let file = entry.path();
+            let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
+            let commit: Commit =
+                serde_json::from_str(&text).map_err(|e| RecorderError::CorruptStore {
+                    path: file.clone(),
+                    message: format!("not a commit manifest: {e}"),
+                })?;
+            let commit = Arc::new(commit);
+            cache.insert(seq, Arc::clone(&commit));
+            commits.push(commit);
+        }
+        commits.sort_by_key(|c| c.seq);
+        Ok(commits)
+    }
+
+    /// Delete part files no manifest lists whose write sequence is not newer than the last
+    /// commit: leftovers of an append that failed or crashed before its commit point.
+    pub(super) fn remove_uncommitted(&self, commits: &[Arc<Commit>], last_seq: u64) -> Result<()> {
+        let listed: HashSet<&str> = commits
+            .iter()
+            .flat_map(|c| c.trace_parts.iter().chain(&c.step_parts))
+            .map(|p| p.file.as_str())
+            .collect();
+        for table in ["traces", "steps"] {
+            let table_dir = self.root.join(table);
+            let Ok(partitions) = fs::read_dir(&table_dir) else {
+                continue;
+            };
+            for partition in partitions.flatten() {
+                let Ok(files) = fs::read_dir(partition.path()) else {
+                    continue;
+                };
+                let partition_name = partition.file_name().to_string_lossy().into_owned();
+                for file in files.flatten() {
+                    let name = file.file_name().to_string_lossy().into_owned();
+                    let relative = format!("{table}/{partition_name}/{name}");
+                    let stale = part_seq(&name).is_some_and(|seq| seq <= last_seq)
+                        && !listed.contains(relative.as_str());
+                    if stale {
+                        let path = file.path();
+                        fs::remove_file(&path).map_err(|e| io_error(&path, e))?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_names_carry_their_sequence() {
+        assert_eq!(part_seq("part-000000000012-abc.parquet"), Some(12));
+        assert_eq!(part_seq(".part-000000000003-abc.parquet.tmp"), Some(3));
+        assert_eq!(part_seq("other.parquet"), None);
+    }
+}

@@ -1,0 +1,62 @@
+//! Mine a store: stream the traces a split leaves to mining, propose candidates, and replace
+//! the stored results with them.
+
+use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig, MineOutcome, StreamConfig};
+use chainweaver_recorder::model::split::Split;
+use chainweaver_recorder::store::TraceStore;
+use chainweaver_recorder::workspace::Workspace;
+
+use super::{Progress, Unit};
+use crate::error::{Error, Result};
+
+/// What to mine.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MineRequest {
+    pub config: MineConfig,
+    /// The traces held out of mining for verification (default: 20%).
+    pub split: Split,
+}
+
+/// Mine the store's traces that `split` leaves to mining, without the store's payloads in
+/// memory ([`ChainAnalyzer::analyze_store`]), store the outcome (its patterns and
+/// candidates replace those of an earlier run, in one change, and the old verdicts go), and
+/// return it. Each candidate records the split, so `verify` replays only traffic mining did
+/// not see.
+pub fn mine_store(
+    store: &mut dyn TraceStore,
+    request: &MineRequest,
+    progress: &dyn Progress,
+) -> Result<MineOutcome> {
+    let outcome = mine_split(&*store, &request.config, request.split, progress)?;
+    store.replace_mining_results(&outcome.patterns, &outcome.candidates)?;
+    Ok(outcome)
+}
+
+/// Mine the traces `split` leaves to mining, each candidate stamped with the split; nothing is
+/// stored.
+pub(super) fn mine_split(
+    store: &dyn TraceStore,
+    config: &MineConfig,
+    split: Split,
+    progress: &dyn Progress,
+) -> Result<MineOutcome> {
+    let stream = StreamConfig {
+        // `--sample all` reads every occurrence on this path too.
+        max_occurrences_per_pattern: config.max_inference_occurrences,
+        split: Some(split),
+        ..StreamConfig::default()
+    };
+    progress.begin("mining", None, Unit::Items);
+    let outcome = ChainAnalyzer::new(config.clone()).analyze_store(store, &stream);
+    progress.end();
+    let mut outcome = outcome?;
+    if outcome.traces == 0 {
+        return Err(Error::NothingToMine {
+            held_out: outcome.held_out_traces,
+        });
+    }
+    for candidate in &mut outcome.candidates {
+        candidate.split = Some(split);
+    }
+    Ok(outcome)
+}
