@@ -43,6 +43,9 @@ pub struct FoldInput<'a> {
     pub tools: &'a [String],
     /// Gapped candidates keep their own behaviour (their occurrences are not contiguous).
     pub gapped: bool,
+    /// The step that is a map step (a loop candidate): it stands for a run of calls, and the
+    /// candidate leads the behaviour its loop counts fold into.
+    pub map_step: Option<usize>,
 }
 
 /// A tool sequence with back-to-back repeats collapsed: (tool, times).
@@ -62,6 +65,8 @@ struct Group {
     shape: Vec<ShapeStep>,
     variants: Vec<BehaviourVariant>,
     gapped: bool,
+    /// Led by a loop candidate.
+    looped: bool,
 }
 
 /// Fold ranked candidates into behaviours, in the order of their best-ranked candidate.
@@ -114,12 +119,33 @@ fn loop_groups(candidates: &[FoldInput<'_>]) -> Vec<Group> {
                 for (step, (_, times)) in group.shape.iter_mut().zip(&collapsed) {
                     step.repeated |= *times > 1;
                 }
-                group.variants.push(BehaviourVariant {
+                let variant = BehaviourVariant {
                     candidate_id: candidate.id.to_string(),
                     kind: VariantKind::LoopCount,
                     tools: candidate.tools.to_vec(),
                     inside: 1.0,
-                });
+                };
+                let leads_loop = group.variants[0].kind == VariantKind::Lead
+                    && !group.looped
+                    && candidate.map_step.is_some();
+                if leads_loop {
+                    // The loop candidate covers every count: it leads, the unrolled lead
+                    // becomes one of its loop counts.
+                    group.variants[0].kind = VariantKind::LoopCount;
+                    group.variants.insert(
+                        0,
+                        BehaviourVariant {
+                            kind: VariantKind::Lead,
+                            ..variant
+                        },
+                    );
+                    group.looped = true;
+                    if let Some(step) = candidate.map_step.and_then(|s| group.shape.get_mut(s)) {
+                        step.repeated = true;
+                    }
+                } else {
+                    group.variants.push(variant);
+                }
             }
             None => {
                 if !candidate.gapped {
@@ -128,11 +154,13 @@ fn loop_groups(candidates: &[FoldInput<'_>]) -> Vec<Group> {
                 groups.push(Group {
                     shape: collapsed
                         .into_iter()
-                        .map(|(tool, times)| ShapeStep {
+                        .enumerate()
+                        .map(|(s, (tool, times))| ShapeStep {
                             tools: vec![tool],
-                            repeated: times > 1,
+                            repeated: times > 1 || candidate.map_step == Some(s),
                         })
                         .collect(),
+                    looped: candidate.map_step.is_some(),
                     variants: vec![BehaviourVariant {
                         candidate_id: candidate.id.to_string(),
                         kind: VariantKind::Lead,
@@ -479,6 +507,7 @@ mod tests {
                 id,
                 tools,
                 gapped: false,
+                map_step: None,
             })
             .collect();
         fold(&inputs, &sequences(traces), &FoldConfig::default())
@@ -598,5 +627,48 @@ mod tests {
         let behaviours = fold_all(&[("one", "a b c d"), ("two", "a x y d")], &traces);
         let names: Vec<&str> = behaviours.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["a -> ... -> d", "a -> ... -> d (2)"]);
+    }
+
+    #[test]
+    fn a_loop_candidate_leads_the_loop_counts_it_covers() {
+        let (two, three, each) = (tools("u o o"), tools("u o o o"), tools("u o"));
+        let inputs = [
+            FoldInput {
+                id: "u_o_o",
+                tools: &two,
+                gapped: false,
+                map_step: None,
+            },
+            FoldInput {
+                id: "u_each_o",
+                tools: &each,
+                gapped: false,
+                map_step: Some(1),
+            },
+            FoldInput {
+                id: "u_o_o_o",
+                tools: &three,
+                gapped: false,
+                map_step: None,
+            },
+        ];
+        let behaviours = fold(
+            &inputs,
+            &sequences(&["u o o", "u o o o", "u o"]),
+            &FoldConfig::default(),
+        );
+        assert_eq!(
+            summary(&behaviours),
+            vec![(
+                "u -> each o".to_string(),
+                vec![
+                    ("u_each_o".to_string(), VariantKind::Lead),
+                    ("u_o_o".to_string(), VariantKind::LoopCount),
+                    ("u_o_o_o".to_string(), VariantKind::LoopCount),
+                ]
+            )]
+        );
+        assert_eq!(behaviours[0].lead, "u_each_o");
+        assert!(behaviours[0].shape[1].repeated);
     }
 }

@@ -44,6 +44,7 @@ pub mod error;
 mod fast_hash;
 pub mod fold;
 pub mod infer;
+pub mod loops;
 pub mod mine;
 mod parallel;
 pub mod spm;

@@ -312,7 +312,8 @@ impl ChainAnalyzer {
         // With a sample, tools are profiled over the calls it reads (as the streaming path
         // does), so inference costs the same however large the traffic.
         let sampled = chosen.iter().any(|c| c.sampled);
-        let (candidates, skipped) = build_chosen(traces, chosen, &days, config, sampled);
+        let (mut candidates, skipped) = build_chosen(traces, chosen, &days, config, sampled);
+        crate::loops::add_loop_candidates(&mut candidates, &db);
         Ok(MineOutcome {
             traces: traces.len(),
             held_out_traces: 0,
@@ -378,7 +379,8 @@ impl ChainAnalyzer {
         let load_time = load_columns + started.elapsed();
 
         let started = Instant::now();
-        let (candidates, skipped) = build_chosen(&loaded, chosen, &days, config, !whole_store);
+        let (mut candidates, skipped) = build_chosen(&loaded, chosen, &days, config, !whole_store);
+        crate::loops::add_loop_candidates(&mut candidates, &db);
         Ok(MineOutcome {
             traces: db.len(),
             held_out_traces,

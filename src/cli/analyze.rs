@@ -193,7 +193,7 @@ fn behaviour_table(outcome: &AnalyzeReport) -> String {
         if entry.verdict.is_none() {
             table.row(vec![
                 (rank + 1).to_string(),
-                entry.candidate.tools.join(" -> "),
+                entry.candidate.step_labels().join(" -> "),
                 String::new(),
                 if entry.error.is_some() { "error" } else { "-" }.into(),
                 String::new(),
@@ -282,7 +282,7 @@ fn markdown(analysis: &AnalyzeReport) -> String {
             md,
             "| {} | `{}` | {} | {} | {} | {} | {} | {} | {:.1} |",
             rank + 1,
-            entry.candidate.tools.join(" -> "),
+            entry.candidate.step_labels().join(" -> "),
             entry
                 .verdict
                 .as_ref()

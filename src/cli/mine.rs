@@ -280,7 +280,7 @@ fn candidate_table(candidates: &[Candidate]) -> Table {
         let evidence = &candidate.evidence;
         table.row(vec![
             (rank + 1).to_string(),
-            candidate.tools.join(" -> "),
+            candidate.step_labels().join(" -> "),
             evidence.support.to_string(),
             evidence.round_trips_saved.to_string(),
             format!("{:.2}", evidence.data_flow),
@@ -416,7 +416,7 @@ fn show_text(candidate: &Candidate) -> String {
     let mut text = format!(
         "candidate {}\n  steps: {}\n  support {} traces, {} occurrences, success rate {:.0}%, reproduced {:.0}%\n  round trips saved {}, score {:.1}, {}\n",
         candidate.id,
-        candidate.tools.join(" -> "),
+        candidate.step_labels().join(" -> "),
         evidence.support,
         evidence.occurrences,
         evidence.success_rate * 100.0,
@@ -429,6 +429,17 @@ fn show_text(candidate: &Candidate) -> String {
             "may have side effects"
         },
     );
+    if !evidence.loop_lengths.is_empty() {
+        let lengths: Vec<String> = evidence
+            .loop_lengths
+            .iter()
+            .map(|(calls, occurrences)| format!("{calls} x{occurrences}"))
+            .collect();
+        text.push_str(&format!(
+            "  loop runs (calls x occurrences): {}\n",
+            lengths.join(", ")
+        ));
+    }
     if let Some(sample) = &candidate.sample {
         text.push_str(&sample_line(candidate, sample));
     }

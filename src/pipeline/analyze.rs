@@ -215,6 +215,7 @@ fn behaviours(
             id: &entry.candidate.id,
             tools: &entry.candidate.tools,
             gapped: entry.candidate.gapped,
+            map_step: entry.candidate.flow.map_step(),
         })
         .collect();
     let all = tool_sequences(store, &|_| true)?;

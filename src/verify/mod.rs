@@ -30,6 +30,7 @@
 //! ```
 
 pub mod cassette;
+mod loops;
 
 pub use cassette::{Cassette, IgnorePaths, Miss, Preference, RecordedOutcome, Recording};
 pub use chainweaver_recorder::model::split::{Split, trace_hash};
@@ -373,10 +374,24 @@ pub enum OccurrenceOutcome {
     },
 }
 
-/// Compare a replay with the occurrence it replayed (`recorded`: the agent's steps, in order).
+/// Compare a replay with the occurrence it replayed (`recorded`: the agent's steps, in order,
+/// one a flow step).
 pub fn compare_replay(
     result: &ExecutionResult,
     recorded: &[&ObservedStep],
+    ignore: &IgnorePaths,
+) -> OccurrenceOutcome {
+    let positions: Vec<(usize, Option<usize>)> = (0..recorded.len()).map(|s| (s, None)).collect();
+    compare_aligned(result, recorded, &positions, ignore)
+}
+
+/// [`compare_replay`] where the agent's calls and the flow's steps need not be one to one:
+/// `positions[p]` is the flow step the agent's call `p` stands for and, for a map step, the
+/// element index of its iteration. A map step iteration the agent never made is a difference.
+pub fn compare_aligned(
+    result: &ExecutionResult,
+    recorded: &[&ObservedStep],
+    positions: &[(usize, Option<usize>)],
     ignore: &IgnorePaths,
 ) -> OccurrenceOutcome {
     if let Some(rejected) = result
@@ -413,11 +428,14 @@ pub fn compare_replay(
                 }],
             }
         };
-        let Some(record) = result
-            .execution_log
-            .iter()
-            .find(|r| usize::try_from(r.step_index).is_ok_and(|i| i == s))
-        else {
+        let Some(&(flow_step, iteration)) = positions.get(s) else {
+            let call = Value::String(format!("a call of `{tool}`"));
+            return one(FailureMode::ToolFailed, "", Some(call), None);
+        };
+        let Some(record) = result.execution_log.iter().find(|r| {
+            usize::try_from(r.step_index).is_ok_and(|i| i == flow_step)
+                && (iteration.is_none() || r.iteration == iteration)
+        }) else {
             let call = Value::String(format!("a call of `{tool}`"));
             return one(FailureMode::ToolFailed, "", Some(call), None);
         };
@@ -465,7 +483,43 @@ pub fn compare_replay(
             return outcome;
         }
     }
+    if let Some(outcome) = extra_iterations(result, positions) {
+        return outcome;
+    }
     OccurrenceOutcome::Exact
+}
+
+/// A map step's iteration for an element the agent did not call the tool for.
+fn extra_iterations(
+    result: &ExecutionResult,
+    positions: &[(usize, Option<usize>)],
+) -> Option<OccurrenceOutcome> {
+    let expected: HashSet<(usize, usize)> = positions
+        .iter()
+        .filter_map(|&(step, iteration)| Some((step, iteration?)))
+        .collect();
+    if expected.is_empty() {
+        return None;
+    }
+    let extra = result.execution_log.iter().find(|r| {
+        let (Ok(step), Some(iteration)) = (usize::try_from(r.step_index), r.iteration) else {
+            return false;
+        };
+        positions.iter().any(|&(s, i)| s == step && i.is_some())
+            && !expected.contains(&(step, iteration))
+    })?;
+    let step = usize::try_from(extra.step_index).ok()?;
+    let at = positions.iter().position(|&(s, _)| s == step).unwrap_or(0);
+    Some(OccurrenceOutcome::Differs {
+        step: at,
+        mode: FailureMode::BindingWrong,
+        diffs: vec![StepDiff {
+            step: Some(at),
+            pointer: "/iteration".into(),
+            expected: None,
+            actual: extra.iteration.map(Value::from),
+        }],
+    })
 }
 
 /// The differences of one side of a step that are not ignored, under `prefix`, as an outcome
@@ -553,6 +607,15 @@ impl Verifier {
     /// [`max_occurrences`](VerifyOptions::max_occurrences) are replayed.
     pub fn occurrences(&self, candidate: &Candidate, index: &ToolIndex) -> Vec<FoundOccurrence> {
         let mined = mined_traces(candidate);
+        if let Some(map_step) = candidate.flow.map_step() {
+            return loops::find_loop_occurrences(
+                index,
+                &candidate.tools,
+                map_step,
+                &mined,
+                usize::MAX,
+            );
+        }
         find_occurrences(
             index,
             &candidate.tools,
@@ -623,7 +686,13 @@ impl Verifier {
                 preference.trace_id.clone_from(&trace.trace.trace_id);
                 preference.step_indices.clone_from(&step_indices);
             }
-            let input = flow_inputs(&candidate.flow, &steps);
+            let (input, positions) = match candidate.flow.map_step() {
+                Some(map_step) => loops::aligned_inputs(candidate, &steps, map_step),
+                None => (
+                    flow_inputs(&candidate.flow, &steps),
+                    (0..steps.len()).map(|s| (s, None)).collect(),
+                ),
+            };
             let result = executor
                 .execute(&candidate.flow, input, &options)
                 .map_err(|err| Error::Verify {
@@ -634,7 +703,7 @@ impl Verifier {
                     ),
                 })?;
             verdict.occurrences_replayed += 1;
-            match compare_replay(&result, &steps, ignore) {
+            match compare_aligned(&result, &steps, &positions, ignore) {
                 OccurrenceOutcome::Exact => verdict.exact_matches += 1,
                 OccurrenceOutcome::Differs { step, mode, diffs } => {
                     verdict.failures.add(mode);
@@ -649,7 +718,10 @@ impl Verifier {
                         verdict.diffs.push(VerdictDiff {
                             occurrence: reference.clone(),
                             step,
-                            tool_name: candidate.tools.get(step).cloned().unwrap_or_default(),
+                            tool_name: steps
+                                .get(step)
+                                .map(|s| s.tool_name.clone())
+                                .unwrap_or_default(),
                             pointer: diff.pointer,
                             expected: diff.expected,
                             actual: diff.actual,

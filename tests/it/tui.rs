@@ -222,12 +222,14 @@ fn review_the_top_verified_candidate_of_tau_bench() {
     );
     tmux.keys(&["Enter"]);
     let review = tmux.wait_for("verdict: verified");
+    // It is the loop: one map step over the user's orders, the agent's pick an input.
     for expected in [
-        "find_user_id_by_name_zip -> get_user_details -> get_order_details",
+        "find_user_id_by_name_zip -> get_user_details -> each get_order_details",
+        "flow inputs: first_name, last_name, zip, selected_orders",
+        "loop runs (calls x occurrences): 1 x",
         "step 0 find_user_id_by_name_zip /zip <- input zip, confidence 1.00 over 206",
         "step 1 get_user_details /user_id <- step 0 output (whole), confidence 1.00 over 206",
-        "step 2 get_order_details /order_id <- step 1 output /orders[*] (agent's choice)",
-        "flagged agent's choice",
+        "step 2 get_order_details /order_id <- step 1 output /orders[each] (the elements input selected_orders picks)",
         "exact replays 57/57 (57 found in 85 held-out traces)",
         "behaviour: leads find_user_id_by_name_zip -> get_user_details -> each get_order_details",
     ] {

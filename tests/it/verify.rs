@@ -591,6 +591,55 @@ fn tau_bench_proposals_fold_into_distinct_behaviours() {
         .map(|v| v.tools.len() - 2)
         .collect();
     assert!(loop_counts.len() >= 3, "{loop_counts:?}");
+    // Its lead is one flow with a map step over the user's orders: the agent read some of
+    // them, so its selection is an input; verified on held-out runs of several lengths.
+    let lead = report
+        .report
+        .iter()
+        .find(|e| e.candidate.id == order_loop.lead)
+        .unwrap();
+    let map_step = lead.candidate.flow.map_step();
+    assert_eq!(map_step, Some(2), "{:#?}", lead.candidate.flow);
+    let binding = lead
+        .candidate
+        .bindings
+        .iter()
+        .find(|b| b.step == 2 && b.field == "/order_id")
+        .unwrap();
+    assert_eq!(
+        binding.source,
+        chainweaver_recorder::model::candidate::BindingSource::Each {
+            step: 1,
+            list_pointer: "/orders".into(),
+            item_pointer: String::new(),
+            select_input: Some("selected_orders".into()),
+        }
+    );
+    let verdict = lead.verdict.as_ref().unwrap();
+    assert_eq!(verdict.status, VerdictStatus::Verified, "{verdict:#?}");
+    let held_out_lengths: BTreeSet<usize> = lead
+        .candidate
+        .evidence
+        .loop_lengths
+        .keys()
+        .copied()
+        .collect();
+    assert!(held_out_lengths.len() >= 3, "{held_out_lengths:?}");
+    // The replays covered runs of more than one length: count them in the held-out traces.
+    let held_out =
+        chainweaver::verify::ToolIndex::from_store(&store, &|id| Split::default().is_holdout(id))
+            .unwrap();
+    let verifier = Verifier::new(ToolSource::Recorded(Default::default()), Default::default());
+    let replayed_lengths: BTreeSet<usize> = verifier
+        .occurrences(&lead.candidate, &held_out)
+        .iter()
+        .map(|o| o.steps.len() - 2)
+        .collect();
+    assert!(replayed_lengths.len() >= 2, "{replayed_lengths:?}");
+    assert_eq!(
+        verdict.exact_matches, verdict.occurrences_replayed,
+        "{verdict:#?}"
+    );
     // No other behaviour is just `get_user_details -> get_order_details` again.
     assert!(!behaviours.iter().any(|b| b.shape.len() == 2
         && b.shape[0].tools == ["get_user_details"]
@@ -602,4 +651,120 @@ fn tau_bench_proposals_fold_into_distinct_behaviours() {
         coverage.by_verified_behaviours * 10 >= coverage.by_verified_candidates * 9,
         "{coverage:?}"
     );
+}
+
+/// Traces of an agent that lists a folder and reads every file in it, in order (1 to 4 files),
+/// and traces where it starts a job and polls it with the same argument 1 to 3 times.
+fn folder_traces(count: usize) -> Vec<TraceWithSteps> {
+    (0..count)
+        .map(|i| {
+            let id = format!("folder-{i}");
+            let folder = format!("dir-{i}");
+            let files: Vec<String> = (0..1 + i % 4).map(|f| format!("{folder}/f{f}")).collect();
+            let mut steps = Vec::new();
+            let mut list = ObservedStep::new(&id, 0, "list_folder", json!({"folder": folder}));
+            list.outputs = Some(json!({"files": files}));
+            steps.push(list);
+            for file in &files {
+                let index = steps.len() as u32;
+                let mut read = ObservedStep::new(&id, index, "read_file", json!({"path": file}));
+                read.outputs = Some(json!({"text": format!("text of {file}")}));
+                steps.push(read);
+            }
+            TraceWithSteps {
+                trace: ObservedTrace::new(&id, "test"),
+                steps,
+            }
+        })
+        .chain((0..count).map(|i| {
+            let id = format!("poll-{i}");
+            let job = format!("job-{i}");
+            let mut start = ObservedStep::new(&id, 0, "start_job", json!({"task": i}));
+            start.outputs = Some(json!({"job": job}));
+            let mut steps = vec![start];
+            for _ in 0..1 + i % 3 {
+                let index = steps.len() as u32;
+                let mut poll = ObservedStep::new(&id, index, "poll_job", json!({"job": job}));
+                poll.outputs = Some(json!({"state": "running"}));
+                steps.push(poll);
+            }
+            TraceWithSteps {
+                trace: ObservedTrace::new(&id, "test"),
+                steps,
+            }
+        }))
+        .collect()
+}
+
+/// A loop that covers its whole list becomes one map step over the list, with no selection
+/// input, verified on held-out runs of every length; a loop over no list (polling) does not.
+#[test]
+fn a_loop_over_a_whole_list_is_one_map_step_verified_on_every_length() {
+    let traces = folder_traces(200);
+    let split = Split::default();
+    let (held, mined): (Vec<&TraceWithSteps>, Vec<&TraceWithSteps>) = traces
+        .iter()
+        .partition(|t| split.is_holdout(&t.trace.trace_id));
+    let mined: Vec<TraceWithSteps> = mined.into_iter().cloned().collect();
+    let candidates = mine(&mined);
+    let looped: Vec<&Candidate> = candidates
+        .iter()
+        .filter(|c| c.flow.map_step().is_some())
+        .collect();
+    assert_eq!(
+        looped.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+        ["list_folder_then_each_read_file"],
+        "{:?}",
+        candidates.iter().map(|c| &c.id).collect::<Vec<_>>()
+    );
+    let candidate = looped[0];
+    assert_eq!(candidate.step_labels(), ["list_folder", "each read_file"]);
+    assert_eq!(
+        candidate.bindings[1].source,
+        chainweaver_recorder::model::candidate::BindingSource::Each {
+            step: 0,
+            list_pointer: "/files".into(),
+            item_pointer: String::new(),
+            select_input: None,
+        }
+    );
+    let lengths: Vec<usize> = candidate.evidence.loop_lengths.keys().copied().collect();
+    assert_eq!(lengths, [1, 2, 3, 4]);
+    let mined_folders = mined
+        .iter()
+        .filter(|t| t.trace.trace_id.starts_with("folder"))
+        .count();
+    assert_eq!(
+        candidate.evidence.loop_lengths.values().sum::<usize>(),
+        mined_folders
+    );
+    // The polling loop is still mined, unrolled, but is no map step.
+    assert!(
+        candidates
+            .iter()
+            .any(|c| c.tools == ["start_job", "poll_job", "poll_job"])
+    );
+
+    let verifier = recorded(&traces);
+    let held_out = HeldOut::new(held);
+    let verdict = verifier.verify(candidate, &held_out).unwrap();
+    assert_eq!(verdict.status, VerdictStatus::Verified, "{verdict:#?}");
+    assert_eq!(verdict.exact_matches, verdict.occurrences_replayed);
+    let replayed: BTreeSet<usize> = verifier
+        .occurrences(candidate, held_out.index())
+        .iter()
+        .map(|o| o.steps.len() - 1)
+        .collect();
+    assert_eq!(replayed, BTreeSet::from([1, 2, 3, 4]));
+
+    // A map step that iterates a selection nobody passes no longer replays the agent's runs.
+    let mut short = candidate.clone();
+    let for_each = match &mut short.flow {
+        FlowDefinition::Linear(flow) => flow.steps[1].for_each.as_mut(),
+        FlowDefinition::Dag(flow) => flow.steps[1].for_each.as_mut(),
+    };
+    for_each.unwrap().select = Some("/pick".into());
+    let verdict = verifier.verify(&short, &held_out).unwrap();
+    assert_eq!(verdict.exact_matches, 0, "{verdict:#?}");
+    assert_eq!(verdict.status, VerdictStatus::Rejected, "{verdict:#?}");
 }

@@ -61,38 +61,14 @@ pub fn sparkline(values: &[u64]) -> String {
         .collect()
 }
 
-/// The steps of a candidate's flow as reviewers read them, one label a drawn step.
-///
-/// A run of calls a `Map` binding explains (one call per element of an earlier list) is drawn
-/// once as `each TOOL`. This is the one place a step kind turns into its label: when the flow
-/// definition gains its own map step, read it here.
+/// The steps of a candidate's flow as reviewers read them, one label a drawn step
+/// ([`Candidate::step_labels`]), escaped for the terminal.
 pub fn flow_labels(candidate: &Candidate) -> Vec<String> {
-    let runs: Vec<(usize, usize)> = candidate
-        .bindings
+    candidate
+        .step_labels()
         .iter()
-        .filter_map(|b| match &b.source {
-            BindingSource::Map {
-                run_start, run_len, ..
-            } if *run_len > 1 => Some((*run_start, *run_len)),
-            _ => None,
-        })
-        .collect();
-    let mut labels = Vec::new();
-    let mut step = 0;
-    while step < candidate.tools.len() {
-        let tool = escape_line(&candidate.tools[step], 200);
-        match runs.iter().find(|(start, _)| *start == step) {
-            Some((_, len)) => {
-                labels.push(format!("each {tool}"));
-                step += len;
-            }
-            None => {
-                labels.push(tool);
-                step += 1;
-            }
-        }
-    }
-    labels
+        .map(|label| escape_line(label, 200))
+        .collect()
 }
 
 /// The tool names of a pattern, escaped.
@@ -282,9 +258,24 @@ fn push_evidence(out: &mut Vec<SummaryLine>, candidate: &Candidate) {
         .iter()
         .filter_map(|b| match &b.source {
             BindingSource::FlowInput { name } => Some(name.as_str()),
+            BindingSource::Each {
+                select_input: Some(name),
+                ..
+            } => Some(name.as_str()),
             _ => None,
         })
         .collect();
+    if !evidence.loop_lengths.is_empty() {
+        let lengths: Vec<String> = evidence
+            .loop_lengths
+            .iter()
+            .map(|(calls, occurrences)| format!("{calls} x{occurrences}"))
+            .collect();
+        out.push(line(
+            format!("loop runs (calls x occurrences): {}", lengths.join(", ")),
+            Tone::Plain,
+        ));
+    }
     if !inputs.is_empty() {
         out.push(line(
             format!("flow inputs: {}", inputs.join(", ")),

@@ -95,6 +95,7 @@ pub(super) fn evidence(
         effects: step_effects,
         read_only,
         support_by_day: support_by_day(traces, pattern).by_day,
+        loop_lengths: Default::default(),
         score,
     }
 }

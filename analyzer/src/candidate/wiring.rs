@@ -301,6 +301,8 @@ pub(super) fn wire_bindings(
                 *step,
                 &with_index(list_pointer, *index, item_pointer),
             ),
+            // Loop candidates are rewritten from built ones (the loops module), never wired here.
+            BindingSource::Each { .. } => None,
             BindingSource::Template { template, .. } => {
                 templates.push(json!({
                     "step": builder.step_ids[binding.step],

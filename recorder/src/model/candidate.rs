@@ -221,6 +221,18 @@ pub enum BindingSource {
         #[serde(deserialize_with = "exact_f64")]
         covers_list: f64,
     },
+    /// A map step's field: each iteration takes the current element of a list in an earlier
+    /// step's output. With `select_input`, the iterations run over the elements the caller
+    /// picks (their indexes are that flow input); without, over the whole list.
+    Each {
+        step: usize,
+        /// Pointer to the list in that step's output.
+        list_pointer: String,
+        /// Pointer inside the element (`""`: the element itself).
+        item_pointer: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        select_input: Option<String>,
+    },
 }
 
 impl BindingSource {
@@ -234,6 +246,7 @@ impl BindingSource {
             BindingSource::Template { .. } => "template",
             BindingSource::ListElement { .. } => "list_element",
             BindingSource::Map { .. } => "map",
+            BindingSource::Each { .. } => "each",
         }
     }
 
@@ -289,6 +302,17 @@ impl BindingSource {
             } => format!(
                 "step {step} output {list_pointer}[{index}]{item_pointer} (a loop over the list)"
             ),
+            BindingSource::Each {
+                step,
+                list_pointer,
+                item_pointer,
+                select_input,
+            } => match select_input {
+                Some(input) => format!(
+                    "step {step} output {list_pointer}[each]{item_pointer} (the elements input {input} picks)"
+                ),
+                None => format!("step {step} output {list_pointer}[each]{item_pointer}"),
+            },
         }
     }
 
@@ -298,7 +322,8 @@ impl BindingSource {
             BindingSource::StepOutput { step, .. }
             | BindingSource::StepInput { step, .. }
             | BindingSource::ListElement { step, .. }
-            | BindingSource::Map { step, .. } => Some(*step),
+            | BindingSource::Map { step, .. }
+            | BindingSource::Each { step, .. } => Some(*step),
             _ => None,
         }
     }
@@ -412,6 +437,10 @@ pub struct Evidence {
     /// Distinct supporting traces per UTC day (`YYYY-MM-DD`), when steps carry timestamps.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub support_by_day: BTreeMap<String, usize>,
+    /// A loop candidate's occurrences by the number of times the loop ran (empty for a
+    /// candidate without a map step).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub loop_lengths: BTreeMap<usize, usize>,
     /// Ranking score; see the analyzer's candidate module for the formula.
     #[serde(deserialize_with = "exact_f64")]
     pub score: f64,
@@ -474,6 +503,52 @@ const LEGACY_SAMPLED: &str = "sampled_occurrences";
 const LEGACY_UNLINKED: &str = "unlinked_in_probe";
 
 impl Candidate {
+    /// The steps as reviewers read them, one label a drawn step: a map step, and a run of
+    /// calls a `Map` binding explains (one call per element of an earlier list), are drawn
+    /// once as `each TOOL`. The one place a step kind turns into its label.
+    pub fn step_labels(&self) -> Vec<String> {
+        if let Some(map_step) = self.flow.map_step() {
+            return self
+                .tools
+                .iter()
+                .enumerate()
+                .map(|(s, tool)| {
+                    if s == map_step {
+                        format!("each {tool}")
+                    } else {
+                        tool.clone()
+                    }
+                })
+                .collect();
+        }
+        let runs: Vec<(usize, usize)> = self
+            .bindings
+            .iter()
+            .filter_map(|b| match &b.source {
+                BindingSource::Map {
+                    run_start, run_len, ..
+                } if *run_len > 1 => Some((*run_start, *run_len)),
+                _ => None,
+            })
+            .collect();
+        let mut labels = Vec::new();
+        let mut step = 0;
+        while step < self.tools.len() {
+            let tool = &self.tools[step];
+            match runs.iter().find(|(start, _)| *start == step) {
+                Some((_, len)) => {
+                    labels.push(format!("each {tool}"));
+                    step += len;
+                }
+                None => {
+                    labels.push(tool.clone());
+                    step += 1;
+                }
+            }
+        }
+        labels
+    }
+
     /// Move what earlier versions kept in `metadata` (the split, the inference sample) into
     /// the typed fields. Stores written before those fields existed read through this; a
     /// candidate that has the typed fields is left as it is.

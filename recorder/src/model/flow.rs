@@ -278,6 +278,14 @@ pub enum FlowDefinition {
 }
 
 impl FlowDefinition {
+    /// The position of the first map step (a step with `for_each`), if any.
+    pub fn map_step(&self) -> Option<usize> {
+        match self {
+            FlowDefinition::Linear(flow) => flow.steps.iter().position(|s| s.for_each.is_some()),
+            FlowDefinition::Dag(flow) => flow.steps.iter().position(|s| s.for_each.is_some()),
+        }
+    }
+
     pub fn name(&self) -> &str {
         match self {
             FlowDefinition::Linear(flow) => &flow.name,
