@@ -49,7 +49,7 @@ pub struct FoldInput<'a> {
 }
 
 /// A tool sequence with back-to-back repeats collapsed: (tool, times).
-fn runs<T: PartialEq + Clone>(items: &[T]) -> Vec<(T, usize)> {
+pub(crate) fn runs<T: PartialEq + Clone>(items: &[T]) -> Vec<(T, usize)> {
     let mut out: Vec<(T, usize)> = Vec::new();
     for item in items {
         match out.last_mut() {

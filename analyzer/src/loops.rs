@@ -49,16 +49,9 @@ struct Run {
     chosen: bool,
 }
 
-/// A tool sequence with back-to-back repeats collapsed.
+/// A tool sequence with back-to-back repeats collapsed: (tool, times).
 fn collapsed(tools: &[String]) -> Vec<(String, usize)> {
-    let mut out: Vec<(String, usize)> = Vec::new();
-    for tool in tools {
-        match out.last_mut() {
-            Some((last, times)) if last == tool => *times += 1,
-            _ => out.push((tool.clone(), 1)),
-        }
-    }
-    out
+    crate::fold::runs(tools)
 }
 
 /// Add a loop candidate for each behaviour whose unrolled candidates loop over a list, ranked
@@ -425,56 +418,40 @@ fn loop_flow(
     };
     let results_key = format!("{}.each", ids[run.start]);
 
+    let map_step = MapStepParts {
+        fields: &run.fields,
+        item_value,
+        for_each,
+        results_key,
+        list_key,
+        output_key,
+    };
     // Flow inputs the run's list fields took (the agent's choices), to drop.
-    let mut dropped_inputs: Vec<String> = Vec::new();
-    let (steps_mappings, input_schema) = match flow {
+    let (dropped_inputs, steps_mappings, input_schema) = match flow {
         FlowDefinition::Linear(linear) => {
-            for s in run.start..end {
-                for field in &run.fields {
-                    if let Some(Value::String(name)) = linear.steps.get(s)?.input_mapping.get(field)
-                        && !name.starts_with('/')
-                    {
-                        dropped_inputs.push(name.clone());
-                    }
-                }
-            }
+            let run_steps = linear.steps.get(run.start..end)?;
+            let dropped = taken_inputs(run_steps.iter().map(|s| &s.input_mapping), &run.fields);
             linear.steps.drain(run.start + 1..end);
             let step = linear.steps.get_mut(run.start)?;
-            for field in &run.fields {
-                step.input_mapping.insert(field.clone(), item_value.clone());
-            }
-            step.for_each = Some(for_each);
-            step.output_key = Some(results_key);
-            let source = linear.steps.get_mut(run.source)?;
-            source
-                .output_mapping
-                .get_or_insert_with(Map::new)
-                .insert(list_key, Value::String(output_key));
+            map_step.apply_to_step(
+                &mut step.input_mapping,
+                &mut step.for_each,
+                &mut step.output_key,
+            );
+            map_step.apply_to_source(&mut linear.steps.get_mut(run.source)?.output_mapping);
             linear.name = id.to_string();
-            (
-                linear
-                    .steps
-                    .iter()
-                    .map(|s| s.input_mapping.clone())
-                    .collect::<Vec<_>>(),
-                &mut linear.input_schema,
-            )
+            let mappings: Vec<_> = linear
+                .steps
+                .iter()
+                .map(|s| s.input_mapping.clone())
+                .collect();
+            (dropped, mappings, &mut linear.input_schema)
         }
         FlowDefinition::Dag(dag) => {
-            for s in run.start..end {
-                for field in &run.fields {
-                    if let Some(Value::String(name)) = dag.steps.get(s)?.input_mapping.get(field)
-                        && !name.starts_with('/')
-                    {
-                        dropped_inputs.push(name.clone());
-                    }
-                }
-            }
-            let removed: Vec<String> = dag.steps[run.start + 1..end]
-                .iter()
-                .map(|s| s.step_id.clone())
-                .collect();
-            let kept_id = dag.steps.get(run.start)?.step_id.clone();
+            let run_steps = dag.steps.get(run.start..end)?;
+            let dropped = taken_inputs(run_steps.iter().map(|s| &s.input_mapping), &run.fields);
+            let removed: Vec<String> = run_steps[1..].iter().map(|s| s.step_id.clone()).collect();
+            let kept_id = run_steps[0].step_id.clone();
             dag.steps.drain(run.start + 1..end);
             for step in &mut dag.steps {
                 let mut depends: Vec<String> = Vec::new();
@@ -491,24 +468,15 @@ fn loop_flow(
                 step.depends_on = depends;
             }
             let step = dag.steps.get_mut(run.start)?;
-            for field in &run.fields {
-                step.input_mapping.insert(field.clone(), item_value.clone());
-            }
-            step.for_each = Some(for_each);
-            step.output_key = Some(results_key);
-            let source = dag.steps.get_mut(run.source)?;
-            source
-                .output_mapping
-                .get_or_insert_with(Map::new)
-                .insert(list_key, Value::String(output_key));
+            map_step.apply_to_step(
+                &mut step.input_mapping,
+                &mut step.for_each,
+                &mut step.output_key,
+            );
+            map_step.apply_to_source(&mut dag.steps.get_mut(run.source)?.output_mapping);
             dag.name = id.to_string();
-            (
-                dag.steps
-                    .iter()
-                    .map(|s| s.input_mapping.clone())
-                    .collect::<Vec<_>>(),
-                &mut dag.input_schema,
-            )
+            let mappings: Vec<_> = dag.steps.iter().map(|s| s.input_mapping.clone()).collect();
+            (dropped, mappings, &mut dag.input_schema)
         }
     };
     let still_used = |name: &str| {
@@ -577,6 +545,57 @@ fn loop_flow(
         }
     }
     Some(())
+}
+
+/// What turns the run's first step into the map step, for either kind of flow step.
+struct MapStepParts<'r> {
+    fields: &'r [String],
+    item_value: Value,
+    for_each: ForEach,
+    results_key: String,
+    /// The list's context key, and the source step's output key holding it.
+    list_key: String,
+    output_key: String,
+}
+
+impl MapStepParts<'_> {
+    fn apply_to_step(
+        &self,
+        input_mapping: &mut Map<String, Value>,
+        for_each: &mut Option<ForEach>,
+        output_key: &mut Option<String>,
+    ) {
+        for field in self.fields {
+            input_mapping.insert(field.clone(), self.item_value.clone());
+        }
+        *for_each = Some(self.for_each.clone());
+        *output_key = Some(self.results_key.clone());
+    }
+
+    fn apply_to_source(&self, output_mapping: &mut Option<Map<String, Value>>) {
+        output_mapping.get_or_insert_with(Map::new).insert(
+            self.list_key.clone(),
+            Value::String(self.output_key.clone()),
+        );
+    }
+}
+
+/// The flow inputs the run's list fields took (the agent's choices, one input a call).
+fn taken_inputs<'m>(
+    mappings: impl Iterator<Item = &'m Map<String, Value>>,
+    fields: &[String],
+) -> Vec<String> {
+    let mut taken = Vec::new();
+    for mapping in mappings {
+        for field in fields {
+            if let Some(Value::String(name)) = mapping.get(field)
+                && !name.starts_with('/')
+            {
+                taken.push(name.clone());
+            }
+        }
+    }
+    taken
 }
 
 /// Run-level counts of a loop shape: the collapsed tools, the one at `position` repeated one

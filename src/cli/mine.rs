@@ -429,16 +429,8 @@ fn show_text(candidate: &Candidate) -> String {
             "may have side effects"
         },
     );
-    if !evidence.loop_lengths.is_empty() {
-        let lengths: Vec<String> = evidence
-            .loop_lengths
-            .iter()
-            .map(|(calls, occurrences)| format!("{calls} x{occurrences}"))
-            .collect();
-        text.push_str(&format!(
-            "  loop runs (calls x occurrences): {}\n",
-            lengths.join(", ")
-        ));
+    if let Some(runs) = evidence.loop_runs() {
+        text.push_str(&format!("  loop runs (calls x occurrences): {runs}\n"));
     }
     if let Some(sample) = &candidate.sample {
         text.push_str(&sample_line(candidate, sample));

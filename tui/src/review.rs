@@ -265,14 +265,9 @@ fn push_evidence(out: &mut Vec<SummaryLine>, candidate: &Candidate) {
             _ => None,
         })
         .collect();
-    if !evidence.loop_lengths.is_empty() {
-        let lengths: Vec<String> = evidence
-            .loop_lengths
-            .iter()
-            .map(|(calls, occurrences)| format!("{calls} x{occurrences}"))
-            .collect();
+    if let Some(runs) = evidence.loop_runs() {
         out.push(line(
-            format!("loop runs (calls x occurrences): {}", lengths.join(", ")),
+            format!("loop runs (calls x occurrences): {runs}"),
             Tone::Plain,
         ));
     }

@@ -446,6 +446,22 @@ pub struct Evidence {
     pub score: f64,
 }
 
+impl Evidence {
+    /// A loop candidate's runs for people: `1 x120, 2 x48, 3 x9` (calls x occurrences);
+    /// `None` without a map step.
+    pub fn loop_runs(&self) -> Option<String> {
+        if self.loop_lengths.is_empty() {
+            return None;
+        }
+        let runs: Vec<String> = self
+            .loop_lengths
+            .iter()
+            .map(|(calls, occurrences)| format!("{calls} x{occurrences}"))
+            .collect();
+        Some(runs.join(", "))
+    }
+}
+
 /// Review state of a candidate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
