@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 
 use crate::model::{ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
 
+mod behaviours;
+
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GeneratorConfig {
@@ -39,6 +41,15 @@ pub struct GeneratorConfig {
     pub decoy_rate: f64,
     /// Days the traffic is spread over, starting 2026-11-01.
     pub days: u32,
+    /// Also plant the behaviour flows (`synth::behaviours`): loops over a whole list and over
+    /// the elements the agent picks, interchangeable first steps, an echoing step; and let a
+    /// failed call cut its flow instance short, as agents give up on a failure.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub behaviours: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 impl Default for GeneratorConfig {
@@ -51,6 +62,7 @@ impl Default for GeneratorConfig {
             failure_rate: 0.02,
             decoy_rate: 0.1,
             days: 14,
+            behaviours: false,
         }
     }
 }
@@ -71,6 +83,15 @@ pub enum PlantedSource {
     Template { template: String },
     /// One element of a list in an earlier step's output.
     ListElement { step: usize, pointer: String },
+    /// A loop step's argument: each call takes one element of a list in an earlier step's
+    /// output (`item_pointer` inside it), all of them in order or, `selected`, those the agent
+    /// picked.
+    Each {
+        step: usize,
+        list_pointer: String,
+        item_pointer: String,
+        selected: bool,
+    },
 }
 
 /// One argument of one step of a planted flow.
@@ -92,6 +113,12 @@ pub struct PlantedFlow {
     pub instances: u64,
     /// Distinct traces holding at least one complete instance.
     pub traces: u64,
+    /// Interchangeable first steps (the first tool is one of them), when there are several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub first_steps: Vec<String>,
+    /// The step the agent calls once per list element (one or more calls back to back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_step: Option<usize>,
 }
 
 /// The generator's account of what it planted.
@@ -184,9 +211,13 @@ pub struct Generator {
 
 impl Generator {
     pub fn new(config: GeneratorConfig) -> Self {
+        let mut flows = planted_flows();
+        if config.behaviours {
+            flows.extend(behaviours::planted());
+        }
         let truth = GroundTruth {
             config: config.clone(),
-            flows: planted_flows(),
+            flows,
             decoys: vec![vec![
                 "list_files".into(),
                 "read_file".into(),
@@ -226,7 +257,8 @@ impl Generator {
         let second = self.rng.below(86_000);
         let start = self.base + Duration::days(day as i64) + Duration::seconds(second as i64);
 
-        let mut calls: Vec<(Call, Option<usize>)> = Vec::new();
+        // Each call, with the planted flow and instance it belongs to.
+        let mut calls: Vec<(Call, Option<(usize, usize)>)> = Vec::new();
         let flows_here = if self.rng.chance(self.config.flow_rate) {
             1 + self.rng.below(2)
         } else {
@@ -236,7 +268,7 @@ impl Generator {
         for _ in 0..gap {
             calls.push((self.noise_call(), None));
         }
-        for _ in 0..flows_here {
+        for instance in 0..flows_here as usize {
             let which = self.rng.below(self.truth.flows.len() as u64) as usize;
             if self.rng.chance(self.config.decoy_rate) {
                 for call in self.decoy_calls() {
@@ -244,7 +276,7 @@ impl Generator {
                 }
             } else {
                 for call in self.flow_calls(which) {
-                    calls.push((call, Some(which)));
+                    calls.push((call, Some((which, instance))));
                 }
             }
             gap = self.rng.count(self.config.noise_per_gap);
@@ -268,9 +300,16 @@ impl Generator {
         let mut clock = start;
         // A flow instance counts for the ground truth only when none of its steps failed.
         let mut instance_ok: Vec<(usize, bool)> = Vec::new();
-        let mut previous_flow: Option<usize> = None;
-        let mut position_in_flow = 0usize;
-        for (index, (call, flow)) in calls.into_iter().enumerate() {
+        let mut previous_instance: Option<usize> = None;
+        // With behaviours, a failed call ends its instance: the agent gives up on the rest.
+        let mut cut: Option<usize> = None;
+        for (call, flow) in calls {
+            if let Some((_, instance)) = flow
+                && cut == Some(instance)
+            {
+                continue;
+            }
+            let index = steps.len();
             let failed = self.rng.chance(self.config.failure_rate);
             let duration_ms = 5 + self.rng.below(400) + if failed { 1000 } else { 0 };
             let mut step = ObservedStep::new(&trace_id, index as u32, call.tool, call.inputs);
@@ -292,23 +331,19 @@ impl Generator {
                 step.outputs = Some(call.outputs);
             }
             match flow {
-                Some(which) => {
-                    let starts_new = previous_flow != Some(which)
-                        || position_in_flow == self.truth.flows[which].tools.len();
-                    if starts_new {
+                Some((which, instance)) => {
+                    if previous_instance != Some(instance) {
                         instance_ok.push((which, true));
-                        position_in_flow = 0;
                     }
-                    position_in_flow += 1;
                     if failed && let Some(last) = instance_ok.last_mut() {
                         last.1 = false;
                     }
-                    previous_flow = Some(which);
+                    if failed && self.config.behaviours {
+                        cut = Some(instance);
+                    }
+                    previous_instance = Some(instance);
                 }
-                None => {
-                    previous_flow = None;
-                    position_in_flow = 0;
-                }
+                None => previous_instance = None,
             }
             if failed {
                 self.truth.failed_steps += 1;
@@ -415,6 +450,9 @@ impl Generator {
     }
 
     fn flow_calls(&mut self, which: usize) -> Vec<Call> {
+        if which >= behaviours::FIRST {
+            return behaviours::calls(&mut self.rng, which);
+        }
         let rng = &mut self.rng;
         match which {
             // customer_orders: find_customer -> get_customer -> list_orders
@@ -599,6 +637,8 @@ fn flow(name: &str, tools: &[&str], bindings: Vec<PlantedBinding>) -> PlantedFlo
         bindings,
         instances: 0,
         traces: 0,
+        first_steps: Vec::new(),
+        loop_step: None,
     }
 }
 

@@ -38,6 +38,11 @@ pub enum DatasetsCommand {
         /// Share of flow instances replaced by decoys (same tools, unrelated arguments).
         #[arg(long, default_value_t = 0.1)]
         decoy_rate: f64,
+        /// Also plant the hard behaviours: loops over a whole list and over the elements the
+        /// agent picks, interchangeable first steps, an echoing step; a failed call cuts its
+        /// flow instance short. The ground truth says where each loop and alternative is.
+        #[arg(long)]
+        behaviours: bool,
     },
 }
 
@@ -49,6 +54,7 @@ pub fn run(command: DatasetsCommand, global: &Global) -> anyhow::Result<u8> {
         truth,
         failure_rate,
         decoy_rate,
+        behaviours,
     } = command;
     if !(0.0..=1.0).contains(&failure_rate) || !(0.0..=1.0).contains(&decoy_rate) {
         anyhow::bail!("--failure-rate and --decoy-rate are probabilities between 0 and 1");
@@ -58,6 +64,7 @@ pub fn run(command: DatasetsCommand, global: &Global) -> anyhow::Result<u8> {
         seed,
         failure_rate,
         decoy_rate,
+        behaviours,
         ..GeneratorConfig::default()
     };
     let mut generator = Generator::new(config);
