@@ -652,7 +652,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__datasets__subcmd__generate)
-            opts="-q -h -V --traces --seed --jsonl --truth --failure-rate --decoy-rate --behaviours --store --format --quiet --help --version"
+            opts="-q -h -V --traces --seed --jsonl --truth --failure-rate --decoy-rate --behaviours --interleave --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -679,6 +679,10 @@ _chainweaver() {
                     return 0
                     ;;
                 --decoy-rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --interleave)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

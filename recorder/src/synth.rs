@@ -46,6 +46,14 @@ pub struct GeneratorConfig {
     /// failed call cut its flow instance short, as agents give up on a failure.
     #[serde(default, skip_serializing_if = "is_false")]
     pub behaviours: bool,
+    /// Probability of an unrelated call between two calls of a flow instance (what
+    /// `--max-gap` mining is for).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub interleave: f64,
+}
+
+fn is_zero(value: &f64) -> bool {
+    *value == 0.0
 }
 
 fn is_false(value: &bool) -> bool {
@@ -63,6 +71,7 @@ impl Default for GeneratorConfig {
             decoy_rate: 0.1,
             days: 14,
             behaviours: false,
+            interleave: 0.0,
         }
     }
 }
@@ -275,8 +284,16 @@ impl Generator {
                     calls.push((call, None));
                 }
             } else {
-                for call in self.flow_calls(which) {
+                let flow_calls = self.flow_calls(which);
+                let last = flow_calls.len().saturating_sub(1);
+                for (position, call) in flow_calls.into_iter().enumerate() {
                     calls.push((call, Some((which, instance))));
+                    if position < last
+                        && self.config.interleave > 0.0
+                        && self.rng.chance(self.config.interleave)
+                    {
+                        calls.push((self.noise_call(), None));
+                    }
                 }
             }
             gap = self.rng.count(self.config.noise_per_gap);
@@ -299,8 +316,8 @@ impl Generator {
         let mut steps = Vec::with_capacity(calls.len());
         let mut clock = start;
         // A flow instance counts for the ground truth only when none of its steps failed.
-        let mut instance_ok: Vec<(usize, bool)> = Vec::new();
-        let mut previous_instance: Option<usize> = None;
+        // (flow, instance, complete so far), in order of first call.
+        let mut instance_ok: Vec<(usize, usize, bool)> = Vec::new();
         // With behaviours, a failed call ends its instance: the agent gives up on the rest.
         let mut cut: Option<usize> = None;
         for (call, flow) in calls {
@@ -330,20 +347,20 @@ impl Generator {
             } else {
                 step.outputs = Some(call.outputs);
             }
-            match flow {
-                Some((which, instance)) => {
-                    if previous_instance != Some(instance) {
-                        instance_ok.push((which, true));
+            if let Some((which, instance)) = flow {
+                let at = match instance_ok.iter().position(|i| i.1 == instance) {
+                    Some(at) => at,
+                    None => {
+                        instance_ok.push((which, instance, true));
+                        instance_ok.len() - 1
                     }
-                    if failed && let Some(last) = instance_ok.last_mut() {
-                        last.1 = false;
-                    }
-                    if failed && self.config.behaviours {
+                };
+                if failed {
+                    instance_ok[at].2 = false;
+                    if self.config.behaviours {
                         cut = Some(instance);
                     }
-                    previous_instance = Some(instance);
                 }
-                None => previous_instance = None,
             }
             if failed {
                 self.truth.failed_steps += 1;
@@ -351,7 +368,7 @@ impl Generator {
             steps.push(step);
         }
         let mut counted = vec![false; self.truth.flows.len()];
-        for (which, ok) in instance_ok {
+        for (which, _, ok) in instance_ok {
             if ok {
                 self.truth.flows[which].instances += 1;
                 if !counted[which] {
@@ -768,6 +785,44 @@ mod tests {
         });
         let all: Vec<_> = generator.by_ref().collect();
         (all, generator.ground_truth().clone())
+    }
+
+    #[test]
+    fn interleaved_calls_sit_between_an_instance_s_calls_and_instances_still_count() {
+        let mut generator = Generator::new(GeneratorConfig {
+            traces: 300,
+            seed: 4,
+            interleave: 1.0,
+            failure_rate: 0.0,
+            decoy_rate: 0.0,
+            ..GeneratorConfig::default()
+        });
+        let traces: Vec<_> = generator.by_ref().collect();
+        let truth = generator.ground_truth().clone();
+        for flow in &truth.flows {
+            // Every instance is the flow's calls with exactly one unrelated call between two.
+            let mut instances = 0;
+            for trace in &traces {
+                let tools: Vec<&str> = trace.steps.iter().map(|s| s.tool_name.as_str()).collect();
+                let span = 2 * flow.tools.len() - 1;
+                let mut at = 0;
+                while at + span <= tools.len() {
+                    let hit = flow
+                        .tools
+                        .iter()
+                        .enumerate()
+                        .all(|(i, tool)| tools[at + 2 * i] == tool.as_str());
+                    if hit {
+                        instances += 1;
+                        at += span;
+                    } else {
+                        at += 1;
+                    }
+                }
+            }
+            assert_eq!(instances, flow.instances, "{}", flow.name);
+            assert!(flow.instances > 0, "{}", flow.name);
+        }
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub enum DatasetsCommand {
         /// flow instance short. The ground truth says where each loop and alternative is.
         #[arg(long)]
         behaviours: bool,
+        /// Probability of an unrelated call between two calls of a flow instance, for mining
+        /// with `--max-gap`.
+        #[arg(long, default_value_t = 0.0)]
+        interleave: f64,
     },
 }
 
@@ -55,9 +59,15 @@ pub fn run(command: DatasetsCommand, global: &Global) -> anyhow::Result<u8> {
         failure_rate,
         decoy_rate,
         behaviours,
+        interleave,
     } = command;
-    if !(0.0..=1.0).contains(&failure_rate) || !(0.0..=1.0).contains(&decoy_rate) {
-        anyhow::bail!("--failure-rate and --decoy-rate are probabilities between 0 and 1");
+    if ![failure_rate, decoy_rate, interleave]
+        .iter()
+        .all(|p| (0.0..=1.0).contains(p))
+    {
+        anyhow::bail!(
+            "--failure-rate, --decoy-rate and --interleave are probabilities between 0 and 1"
+        );
     }
     let config = GeneratorConfig {
         traces,
@@ -65,6 +75,7 @@ pub fn run(command: DatasetsCommand, global: &Global) -> anyhow::Result<u8> {
         failure_rate,
         decoy_rate,
         behaviours,
+        interleave,
         ..GeneratorConfig::default()
     };
     let mut generator = Generator::new(config);
