@@ -814,7 +814,13 @@ mod tests {
         );
         step.outputs = Some(json!({"body": "y".repeat(100), "ok": true}));
         let counts = p.redact_step_counting(&mut step);
-        assert_eq!(counts, RedactionCounts { secrets: 3, truncated: 1 });
+        assert_eq!(
+            counts,
+            RedactionCounts {
+                secrets: 3,
+                truncated: 1
+            }
+        );
         // Already redacted values are not counted again.
         assert_eq!(p.redact_step_counting(&mut step).secrets, 0);
         assert_eq!(
@@ -825,7 +831,9 @@ mod tests {
 
     #[test]
     fn patterns_given_as_text_compile_or_say_why_not() {
-        let p = RedactionPolicy::none().with_pattern_text(r"ID-\d+").unwrap();
+        let p = RedactionPolicy::none()
+            .with_pattern_text(r"ID-\d+")
+            .unwrap();
         assert_eq!(p.redact_text("see ID-42"), "see [REDACTED]");
         let err = RedactionPolicy::none().with_pattern_text("(").unwrap_err();
         assert!(err.to_string().contains("redaction pattern"), "{err}");
