@@ -393,8 +393,8 @@ fn import_file(
     };
     // ChainWeaver's own export (what `traces export` and `datasets generate --jsonl` write)
     // takes the bulk path: payloads go to the store as text, never as `Value`s (with redaction
-    // on, the importer still hands over values it redacted). The stored rows and rejects are
-    // the same either way.
+    // on, a line it might change is read as values and redacted). The stored rows and rejects
+    // are the same either way.
     let imported = if format == ImportFormat::ChainweaverTraces {
         store
             .begin_bulk_load()

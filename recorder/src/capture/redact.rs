@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::{Captures, Regex, RegexSet};
 use serde_json::{Map, Value};
 
 use crate::model::{ObservedStep, ObservedTrace};
@@ -86,6 +86,10 @@ const BUILTIN_PATTERNS: &[&str] = &[
     r"(?i)\b(?:api[_\-]?key|access[_\-]?token|refresh[_\-]?token|auth[_\-]?token|token|password|passwd|secret|client[_\-]?secret)=(?P<secret>[^&\s]+)",
 ];
 
+/// The built-in patterns as one set, to tell in one pass whether any matches.
+static BUILTIN_SET: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(BUILTIN_PATTERNS).expect("built-in redaction patterns compile"));
+
 static BUILTIN_REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     BUILTIN_PATTERNS
         .iter()
@@ -122,6 +126,8 @@ impl SecretKey {
 pub struct RedactionPolicy {
     secret_keys: Vec<SecretKey>,
     patterns: Vec<Regex>,
+    /// How many of `patterns`, from the first, are the built-in ones.
+    builtin_patterns: usize,
     max_string_bytes: Option<usize>,
 }
 
@@ -140,6 +146,7 @@ impl Default for RedactionPolicy {
                 })
                 .collect(),
             patterns: BUILTIN_REGEXES.clone(),
+            builtin_patterns: BUILTIN_REGEXES.len(),
             max_string_bytes: Some(DEFAULT_MAX_STRING_BYTES),
         }
     }
@@ -151,6 +158,7 @@ impl RedactionPolicy {
         Self {
             secret_keys: Vec::new(),
             patterns: Vec::new(),
+            builtin_patterns: 0,
             max_string_bytes: None,
         }
     }
@@ -201,6 +209,41 @@ impl RedactionPolicy {
     /// True when the policy can change nothing.
     pub fn is_noop(&self) -> bool {
         self.secret_keys.is_empty() && self.patterns.is_empty() && self.max_string_bytes.is_none()
+    }
+
+    /// False only when redacting any JSON value whose text is `json` would change nothing, so
+    /// the text may be stored as it is; true when it might (it may be wrong that way, never the
+    /// other). Text with a backslash always might, since an escape can hide a secret from a
+    /// search of the text.
+    pub fn may_change_json_text(&self, json: &str) -> bool {
+        if self.is_noop() {
+            return false;
+        }
+        if json.contains('\\') {
+            return true;
+        }
+        // Without escapes every JSON string is the text between two quotes, as written.
+        let strings = json.split('"').skip(1).step_by(2);
+        if let Some(max) = self.max_string_bytes
+            && strings.clone().any(|s| s.len() > max)
+        {
+            return true;
+        }
+        // Keys and header names are strings too; any string that would be a secret key might
+        // be one.
+        if !self.secret_keys.is_empty() && strings.clone().any(|s| self.is_secret_key(s)) {
+            return true;
+        }
+        // The built-in patterns have no anchors, so a match inside one string is a match in
+        // the whole text; patterns added later may have, so they look at each string.
+        if self.builtin_patterns > 0 && BUILTIN_SET.is_match(json) {
+            return true;
+        }
+        let extra = &self.patterns[self.builtin_patterns.min(self.patterns.len())..];
+        !extra.is_empty()
+            && strings
+                .into_iter()
+                .any(|s| extra.iter().any(|p| p.is_match(s)))
     }
 
     /// True when the value stored under `key` is a secret.
@@ -837,6 +880,35 @@ mod tests {
         assert_eq!(p.redact_text("see ID-42"), "see [REDACTED]");
         let err = RedactionPolicy::none().with_pattern_text("(").unwrap_err();
         assert!(err.to_string().contains("redaction pattern"), "{err}");
+    }
+
+    #[test]
+    fn json_text_that_redaction_would_change_is_told_apart() {
+        let p = policy()
+            .with_max_string_bytes(Some(32))
+            .with_pattern(Regex::new("^ID-[0-9]+$").unwrap());
+        let cases = [
+            json!({"tool": "get_user", "inputs": {"id": 7}, "outputs": {"name": "Ada"}}),
+            json!({"inputs": {"api_key": "x"}}),
+            json!({"headers": [{"name": "Authorization", "value": "v"}]}),
+            json!({"text": "use sk-abcdefghijklmnopqrstuvwxyz"}),
+            json!({"ref": "ID-42"}),
+            json!({"note": "x".repeat(40)}),
+            json!({"note": "line\nbreak"}),
+        ];
+        for (i, value) in cases.iter().enumerate() {
+            let text = value.to_string();
+            let mut redacted = value.clone();
+            p.redact_value(&mut redacted);
+            let changes = redacted != *value;
+            assert_eq!(
+                p.may_change_json_text(&text),
+                changes || text.contains('\\'),
+                "{text}"
+            );
+            assert_eq!(changes, i > 0 && i < 6, "{text}");
+        }
+        assert!(!RedactionPolicy::none().may_change_json_text(r#"{"password": "x"}"#));
     }
 
     #[test]

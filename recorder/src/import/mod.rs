@@ -200,8 +200,8 @@ pub struct ImportOptions {
     /// Applied to every trace and step (and to the excerpts of rejected records) before they
     /// are handed over, so secrets in a log never reach a store. On by default
     /// ([`import_redaction`]: the secret rules [`TraceRecorder`](crate::capture::TraceRecorder)
-    /// uses); [`RedactionPolicy::none`] turns it off (and lets ChainWeaver's own exports take the
-    /// raw bulk path).
+    /// uses); [`RedactionPolicy::none`] turns it off. On the raw bulk path, a line redaction
+    /// might change ([`RedactionPolicy::may_change_json_text`]) is read as values instead.
     pub redaction: RedactionPolicy,
 }
 
@@ -654,9 +654,10 @@ impl Output<'_> {
 
     /// The steps a handler is adding as text, when this import hands over raw steps: stage them
     /// after [`RawSteps::mark`], then [`Output::emit_raw`] the trace (or truncate to the mark).
-    /// `None` while redaction is on: redaction needs the steps as values.
-    pub fn raw_steps(&mut self) -> Option<&mut RawSteps> {
-        if !self.redaction.is_noop() {
+    /// `None` when redaction might change the record whose text is `record`: then it has to be
+    /// read as values.
+    pub fn raw_steps(&mut self, record: &str) -> Option<&mut RawSteps> {
+        if self.redaction.may_change_json_text(record) {
             return None;
         }
         self.pending_raw.as_mut()

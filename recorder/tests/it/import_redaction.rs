@@ -246,3 +246,53 @@ fn planted_secrets_reach_neither_sqlite_nor_parquet() {
         }
     }
 }
+
+/// ChainWeaver's own export keeps its raw bulk path with redaction on: a line redaction cannot
+/// change is stored as text, a line holding a secret is read as values and redacted.
+#[test]
+fn own_exports_are_redacted_line_by_line_on_the_bulk_path() {
+    use chainweaver_recorder::import::import_path_raw;
+    use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
+    use chainweaver_recorder::store::{SqliteStore, TraceStore};
+
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: &str, inputs: Value| {
+        let record = TraceWithSteps {
+            trace: ObservedTrace::new(id, "export"),
+            steps: vec![ObservedStep::new(id, 0, "deploy", inputs)],
+        };
+        serde_json::to_string(&record).unwrap()
+    };
+    let clean = serde_json::json!({"target": "staging", "replicas": 3});
+    let secret = serde_json::json!({"target": "prod", "api_key": "kv-7Hq2Lp9Zx4Wc"});
+    let path = dir.path().join("export.jsonl");
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n{}\n",
+            line("clean", clean.clone()),
+            line("secret", secret)
+        ),
+    )
+    .unwrap();
+    let store_dir = dir.path().join("store");
+    std::fs::create_dir(&store_dir).unwrap();
+    let mut store = SqliteStore::open(&store_dir.join("s.db")).unwrap();
+    let report = import_path_raw(
+        &path,
+        &ImportOptions::default(),
+        &mut |batch| store.append_raw(&batch.traces, &batch.steps).map(|_| ()),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!((report.traces, report.redacted.secrets), (2, 1));
+    let stored = |id: &str| {
+        store.get_trace(id).unwrap().unwrap().steps[0]
+            .inputs
+            .clone()
+    };
+    assert_eq!(stored("clean"), clean);
+    assert_eq!(stored("secret")["api_key"], "[REDACTED]");
+    drop(store);
+    assert!(!found(&bytes_on_disk(&store_dir), "kv-7Hq2Lp9Zx4Wc"));
+}
