@@ -324,7 +324,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__analyze)
-            opts="-q -h -V --input-format --source --prefix --rejects --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
+            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -343,6 +343,14 @@ _chainweaver() {
                     return 0
                     ;;
                 --rejects)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redact-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redact-pattern)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1452,7 +1460,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__import)
-            opts="-q -h -V --input-format --source --prefix --rejects --store --format --quiet --help --version"
+            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1471,6 +1479,14 @@ _chainweaver() {
                     return 0
                     ;;
                 --rejects)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redact-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --redact-pattern)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -30,7 +30,7 @@ complete -c chainweaver -n "__fish_chainweaver_needs_command" -s q -l quiet -d '
 complete -c chainweaver -n "__fish_chainweaver_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chainweaver -n "__fish_chainweaver_needs_command" -s V -l version -d 'Print version'
 complete -c chainweaver -n "__fish_chainweaver_needs_command" -f -a "analyze" -d 'The main job: import agent logs, mine repeated tool sequences, and report candidate flows'
-complete -c chainweaver -n "__fish_chainweaver_needs_command" -f -a "import" -d 'Import agent logs into the store (format detected, or named with --format)'
+complete -c chainweaver -n "__fish_chainweaver_needs_command" -f -a "import" -d 'Import agent logs into the store (format detected, or named with --input-format)'
 complete -c chainweaver -n "__fish_chainweaver_needs_command" -f -a "mine" -d 'Mine the stored traces for repeated tool sequences and propose candidate flows'
 complete -c chainweaver -n "__fish_chainweaver_needs_command" -f -a "patterns" -d 'The patterns the last `mine` found'
 complete -c chainweaver -n "__fish_chainweaver_needs_command" -f -a "candidates" -d 'Candidate flows: list, show, export'
@@ -48,6 +48,8 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l inpu
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l source -d 'The traces\' source label (default: `import:<format>:<file name>`)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l prefix -d 'Put this in front of every imported trace id' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l rejects -d 'Where rejected records go, as JSON Lines' -r -F
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l redact-key -d 'Also redact the values of keys containing WORD (case and separators ignored)' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l redact-pattern -d 'Also redact text matching REGEX inside every string (only its `secret` group, if named)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l min-support -d 'A pattern must appear in at least this many distinct traces' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l min-length -d 'Shortest pattern (use 1 to count single tools, as the literature does)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l max-length -d 'Longest pattern (default: 10 when proposing candidates, unbounded with --count-only)' -r
@@ -69,6 +71,7 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l repo
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l fold-share -d 'Fold a verified flow into a longer one when at least this share of its occurrences lie inside the longer one\'s (other loop counts and other first steps always fold); above 1, parts are never folded' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l store -d 'The store: a SQLite file, or a directory (or a path ending in `.parquet`) for a Parquet dataset. Created when missing' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l format -d 'How results are printed: `table` for people, `json` for scripts (documented field names, durations in seconds, a `schema_version`)' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l no-redact -d 'Store everything as it is in the logs, secrets included'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l any-gap -d 'With --count-only: any gap at all (all frequent sequential patterns)'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l count-only -d 'Only count the frequent patterns and print the time spent; store nothing'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l allow-side-effects -d 'With --live: also run tools not marked `read_only = true` (they may change the world)'
@@ -79,10 +82,13 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l input
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l source -d 'The traces\' source label (default: `import:<format>:<file name>`)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l prefix -d 'Put this in front of every imported trace id' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l rejects -d 'Where rejected records go, as JSON Lines' -r -F
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l redact-key -d 'Also redact the values of keys containing WORD (case and separators ignored)' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l redact-pattern -d 'Also redact text matching REGEX inside every string (only its `secret` group, if named)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l store -d 'The store: a SQLite file, or a directory (or a path ending in `.parquet`) for a Parquet dataset. Created when missing' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l format -d 'How results are printed: `table` for people, `json` for scripts (documented field names, durations in seconds, a `schema_version`)' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l no-redact -d 'Store everything as it is in the logs, secrets included'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -s q -l quiet -d 'No progress bars'
-complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -s h -l help -d 'Print help'
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -s V -l version -d 'Print version'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l min-support -d 'A pattern must appear in at least this many distinct traces' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l min-length -d 'Shortest pattern (use 1 to count single tools, as the literature does)' -r
@@ -356,7 +362,7 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand completions" -s 
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand completions" -s V -l version -d 'Print version'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand help; and not __fish_seen_subcommand_from analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help" -f -a "analyze" -d 'The main job: import agent logs, mine repeated tool sequences, and report candidate flows'
-complete -c chainweaver -n "__fish_chainweaver_using_subcommand help; and not __fish_seen_subcommand_from analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help" -f -a "import" -d 'Import agent logs into the store (format detected, or named with --format)'
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand help; and not __fish_seen_subcommand_from analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help" -f -a "import" -d 'Import agent logs into the store (format detected, or named with --input-format)'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand help; and not __fish_seen_subcommand_from analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help" -f -a "mine" -d 'Mine the stored traces for repeated tool sequences and propose candidate flows'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand help; and not __fish_seen_subcommand_from analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help" -f -a "patterns" -d 'The patterns the last `mine` found'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand help; and not __fish_seen_subcommand_from analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help" -f -a "candidates" -d 'Candidate flows: list, show, export'

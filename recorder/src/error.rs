@@ -38,6 +38,8 @@ pub enum RecorderError {
         step_index: u32,
         message: String,
     },
+    #[error("redaction pattern {pattern:?} is not a valid regular expression: {message}")]
+    RedactionPattern { pattern: String, message: String },
     #[error("{path}:{line}: {message}")]
     Import {
         path: PathBuf,

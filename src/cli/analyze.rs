@@ -57,7 +57,7 @@ struct AnalyzeOutput<'a> {
 pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
     let mut store = open(&global.store)?;
     let request = AnalyzeRequest {
-        import: Some(args.import.request(args.paths.clone())),
+        import: Some(args.import.request(args.paths.clone())?),
         mine: args.mine.config(),
         holdout: args.mine.holdout.unwrap_or(20),
         folds: args.folds,
@@ -241,12 +241,13 @@ fn markdown(analysis: &AnalyzeReport) -> String {
         let _ = writeln!(
             md,
             "| {} | {} | {} | {} | {} | {} |",
-            file.report.path.display(),
-            file.report.format,
-            file.report.traces,
-            file.report.steps,
-            file.report.failed_steps,
-            file.report.rejects.len()
+            file.path.display(),
+            file.format
+                .map_or_else(|| "-".to_owned(), |f| f.to_string()),
+            file.traces,
+            file.steps,
+            file.failed_steps,
+            file.rejects.len()
         );
     }
     let _ = write!(

@@ -102,7 +102,31 @@ fn parse_output_format(text: &str) -> Result<OutputFormat, String> {
 pub enum Command {
     /// The main job: import agent logs, mine repeated tool sequences, and report candidate flows.
     Analyze(analyze::AnalyzeArgs),
-    /// Import agent logs into the store (format detected, or named with --format).
+    /// Import agent logs into the store (format detected, or named with --input-format).
+    ///
+    /// Each file's format is detected from its first records unless `--input-format NAME`
+    /// names it.
+    ///
+    /// Formats: claude-code (session JSONL, subagents included), codex-rollout (Codex CLI rollouts),
+    /// openai-responses (Responses API items), openai-messages (chat messages and their variants),
+    /// anthropic-messages, tau2-bench, tau-bench, swe-agent (.traj), mini-swe-agent, openhands
+    /// (event streams), toolbench (answer files), chainweaver-jsonl, chainweaver-traces (the
+    /// `traces export` output), chainweaver-events, execution-result, spmf.
+    ///
+    /// Folders are read recursively. Every file gets a line in the report: its format, traces
+    /// (and how many had no tool call), steps, failed calls, calls without a result, redacted
+    /// values and rejected records; files in a folder that are not logs (other extensions, or a
+    /// format that cannot be told) are listed as skipped with the reason, and the run goes on.
+    ///
+    /// Secrets are redacted before anything is stored, with the recorder's rules (secret-named keys
+    /// such as api_key, password, token, authorization; bearer tokens, provider keys, cloud and
+    /// GitHub tokens, passwords in URLs, ...); add rules with --redact-key and --redact-pattern,
+    /// or turn redaction off with --no-redact.
+    ///
+    /// Records that cannot be read are reported as `file:line: reason`, written to the rejects
+    /// file, and skipped; the rest of the file is imported. Each batch of complete traces is stored
+    /// atomically, so nothing already stored is touched by a bad file. Exit status: 0 when every
+    /// file was imported or skipped, 3 when a file or record was rejected.
     Import(import::ImportArgs),
     /// Mine the stored traces for repeated tool sequences and propose candidate flows.
     Mine(mine::MineArgs),

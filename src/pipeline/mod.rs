@@ -39,7 +39,10 @@ mod mine;
 mod verify;
 
 pub use analyze::{AnalyzeReport, AnalyzeRequest, Coverage, RejectedCounts, ReportEntry, analyze};
-pub use import::{FileOutcome, ImportRequest, ImportSummary, import_files};
+pub use import::{
+    FileOutcome, FileStatus, ImportRequest, ImportSummary, ImportTotals, LOG_EXTENSIONS,
+    import_files,
+};
 pub use mine::{MineRequest, mine_store};
 pub use verify::{Checked, ReplayTools, VerifyRequest, find_candidate, verify_store};
 

@@ -5,6 +5,7 @@
 mod candidates;
 mod cli;
 mod executor;
+mod import_cli;
 mod outputs;
 mod readme;
 mod tui;

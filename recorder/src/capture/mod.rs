@@ -14,7 +14,7 @@ pub use self::recorder::{
     ABANDONED, OUTPUT_NOT_JSON, RecorderConfig, RecorderStats, StepBuilder, StepGuard, TraceHandle,
     TraceOptions, TraceRecorder,
 };
-pub use self::redact::{REDACTED, RedactionPolicy};
+pub use self::redact::{REDACTED, RedactionCounts, RedactionPolicy};
 pub use self::sample::SampleRate;
 #[cfg(test)]
 mod test_store;

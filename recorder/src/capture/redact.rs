@@ -24,7 +24,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::{Captures, Regex, RegexSet};
 use serde_json::{Map, Value};
 
 use crate::model::{ObservedStep, ObservedTrace};
@@ -78,9 +78,17 @@ const BUILTIN_PATTERNS: &[&str] = &[
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
     // A password inside a URL: scheme://user:password@host.
     r"(?i)\b[a-z][a-z0-9+.\-]*://[^/\s:@]+:(?P<secret>[^/\s@]+)@",
+    // A secret-named key with a quoted value inside text (JSON or a Python dict printed into a
+    // tool's output): only the value goes. Keys must end in the secret word, so counters such
+    // as `max_tokens` stay.
+    r#"(?i)["'][a-z0-9_\-]*?(?:api[_\-]?key|password|passwd|secret|token|authorization|credentials?)\\?["']\s*:\s*\\?["'](?P<secret>[^"'\\]+)"#,
     // Credentials passed as query or form parameters.
     r"(?i)\b(?:api[_\-]?key|access[_\-]?token|refresh[_\-]?token|auth[_\-]?token|token|password|passwd|secret|client[_\-]?secret)=(?P<secret>[^&\s]+)",
 ];
+
+/// The built-in patterns as one set, to tell in one pass whether any matches.
+static BUILTIN_SET: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(BUILTIN_PATTERNS).expect("built-in redaction patterns compile"));
 
 static BUILTIN_REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     BUILTIN_PATTERNS
@@ -118,6 +126,8 @@ impl SecretKey {
 pub struct RedactionPolicy {
     secret_keys: Vec<SecretKey>,
     patterns: Vec<Regex>,
+    /// How many of `patterns`, from the first, are the built-in ones.
+    builtin_patterns: usize,
     max_string_bytes: Option<usize>,
 }
 
@@ -136,6 +146,7 @@ impl Default for RedactionPolicy {
                 })
                 .collect(),
             patterns: BUILTIN_REGEXES.clone(),
+            builtin_patterns: BUILTIN_REGEXES.len(),
             max_string_bytes: Some(DEFAULT_MAX_STRING_BYTES),
         }
     }
@@ -147,6 +158,7 @@ impl RedactionPolicy {
         Self {
             secret_keys: Vec::new(),
             patterns: Vec::new(),
+            builtin_patterns: 0,
             max_string_bytes: None,
         }
     }
@@ -172,6 +184,17 @@ impl RedactionPolicy {
         self
     }
 
+    /// [`with_pattern`](Self::with_pattern) for a pattern given as text (a command-line flag,
+    /// say); an invalid regular expression is an error naming it.
+    pub fn with_pattern_text(self, pattern: &str) -> crate::error::Result<Self> {
+        let compiled =
+            Regex::new(pattern).map_err(|e| crate::error::RecorderError::RedactionPattern {
+                pattern: pattern.to_owned(),
+                message: e.to_string(),
+            })?;
+        Ok(self.with_pattern(compiled))
+    }
+
     /// Cut strings longer than `max_bytes` (`None`: no cap).
     pub fn with_max_string_bytes(mut self, max_bytes: Option<usize>) -> Self {
         self.max_string_bytes = max_bytes;
@@ -188,6 +211,41 @@ impl RedactionPolicy {
         self.secret_keys.is_empty() && self.patterns.is_empty() && self.max_string_bytes.is_none()
     }
 
+    /// False only when redacting any JSON value whose text is `json` would change nothing, so
+    /// the text may be stored as it is; true when it might (it may be wrong that way, never the
+    /// other). Text with a backslash always might, since an escape can hide a secret from a
+    /// search of the text.
+    pub fn may_change_json_text(&self, json: &str) -> bool {
+        if self.is_noop() {
+            return false;
+        }
+        if json.contains('\\') {
+            return true;
+        }
+        // Without escapes every JSON string is the text between two quotes, as written.
+        let strings = json.split('"').skip(1).step_by(2);
+        if let Some(max) = self.max_string_bytes
+            && strings.clone().any(|s| s.len() > max)
+        {
+            return true;
+        }
+        // Keys and header names are strings too; any string that would be a secret key might
+        // be one.
+        if !self.secret_keys.is_empty() && strings.clone().any(|s| self.is_secret_key(s)) {
+            return true;
+        }
+        // The built-in patterns have no anchors, so a match inside one string is a match in
+        // the whole text; patterns added later may have, so they look at each string.
+        if self.builtin_patterns > 0 && BUILTIN_SET.is_match(json) {
+            return true;
+        }
+        let extra = &self.patterns[self.builtin_patterns.min(self.patterns.len())..];
+        !extra.is_empty()
+            && strings
+                .into_iter()
+                .any(|s| extra.iter().any(|p| p.is_match(s)))
+    }
+
     /// True when the value stored under `key` is a secret.
     pub fn is_secret_key(&self, key: &str) -> bool {
         if self.secret_keys.is_empty() {
@@ -202,14 +260,32 @@ impl RedactionPolicy {
     /// `text` with every secret pattern replaced and the size cap applied; borrowed when nothing
     /// changed.
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_text_counting(text, &mut RedactionCounts::default())
+    }
+
+    /// [`redact_text`](Self::redact_text), adding what it replaced and cut to `counts`.
+    pub fn redact_text_counting<'a>(
+        &self,
+        text: &'a str,
+        counts: &mut RedactionCounts,
+    ) -> Cow<'a, str> {
         let mut current = Cow::Borrowed(text);
         for pattern in &self.patterns {
-            if let Cow::Owned(replaced) = pattern.replace_all(&current, replace_secret) {
+            let mut found = 0u64;
+            let replaced = pattern.replace_all(&current, |caps: &Captures<'_>| {
+                found += 1;
+                replace_secret(caps)
+            });
+            if let Cow::Owned(replaced) = replaced {
                 current = Cow::Owned(replaced);
             }
+            counts.secrets += found;
         }
         match self.max_string_bytes {
-            Some(max) if current.len() > max => Cow::Owned(truncate(&current, max)),
+            Some(max) if current.len() > max => {
+                counts.truncated += 1;
+                Cow::Owned(truncate(&current, max))
+            }
             _ => current,
         }
     }
@@ -217,24 +293,34 @@ impl RedactionPolicy {
     /// Redact a JSON value in place: secret keys at any depth, patterns and the cap in every
     /// string.
     pub fn redact_value(&self, value: &mut Value) {
+        self.redact_value_counting(value, &mut RedactionCounts::default());
+    }
+
+    /// [`redact_value`](Self::redact_value), adding what it replaced and cut to `counts`.
+    pub fn redact_value_counting(&self, value: &mut Value, counts: &mut RedactionCounts) {
         match value {
             Value::String(text) => {
-                if let Cow::Owned(redacted) = self.redact_text(text) {
+                if let Cow::Owned(redacted) = self.redact_text_counting(text, counts) {
                     *text = redacted;
                 }
             }
             Value::Array(items) => {
                 for item in items {
-                    self.redact_value(item);
+                    self.redact_value_counting(item, counts);
                 }
             }
-            Value::Object(map) => self.redact_map(map),
+            Value::Object(map) => self.redact_map_counting(map, counts),
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
         }
     }
 
     /// Redact a JSON object (or metadata map) in place.
     pub fn redact_map(&self, map: &mut Map<String, Value>) {
+        self.redact_map_counting(map, &mut RedactionCounts::default());
+    }
+
+    /// [`redact_map`](Self::redact_map), adding what it replaced and cut to `counts`.
+    pub fn redact_map_counting(&self, map: &mut Map<String, Value>, counts: &mut RedactionCounts) {
         let named_secret = ["name", "key", "header"].iter().any(|field| {
             map.get(*field)
                 .and_then(Value::as_str)
@@ -242,17 +328,20 @@ impl RedactionPolicy {
         });
         for (key, value) in map.iter_mut() {
             if self.is_secret_key(key) || (named_secret && key == "value") {
+                if value.as_str() != Some(REDACTED) {
+                    counts.secrets += 1;
+                }
                 *value = Value::String(REDACTED.to_owned());
             } else {
-                self.redact_value(value);
+                self.redact_value_counting(value, counts);
             }
         }
     }
 
     /// Redact an optional string in place.
-    fn redact_string(&self, text: &mut Option<String>) {
+    fn redact_string(&self, text: &mut Option<String>, counts: &mut RedactionCounts) {
         if let Some(text) = text
-            && let Cow::Owned(redacted) = self.redact_text(text)
+            && let Cow::Owned(redacted) = self.redact_text_counting(text, counts)
         {
             *text = redacted;
         }
@@ -260,24 +349,57 @@ impl RedactionPolicy {
 
     /// Redact everything a step carries: inputs, outputs, error type and message, metadata.
     pub fn redact_step(&self, step: &mut ObservedStep) {
+        self.redact_step_counting(step);
+    }
+
+    /// [`redact_step`](Self::redact_step), saying how many secrets it replaced and strings it
+    /// cut.
+    pub fn redact_step_counting(&self, step: &mut ObservedStep) -> RedactionCounts {
+        let mut counts = RedactionCounts::default();
         if self.is_noop() {
-            return;
+            return counts;
         }
-        self.redact_value(&mut step.inputs);
+        self.redact_value_counting(&mut step.inputs, &mut counts);
         if let Some(outputs) = &mut step.outputs {
-            self.redact_value(outputs);
+            self.redact_value_counting(outputs, &mut counts);
         }
-        self.redact_string(&mut step.error_type);
-        self.redact_string(&mut step.error_message);
-        self.redact_map(&mut step.metadata);
+        self.redact_string(&mut step.error_type, &mut counts);
+        self.redact_string(&mut step.error_message, &mut counts);
+        self.redact_map_counting(&mut step.metadata, &mut counts);
+        counts
     }
 
     /// Redact a trace's metadata.
     pub fn redact_trace(&self, trace: &mut ObservedTrace) {
+        self.redact_trace_counting(trace);
+    }
+
+    /// [`redact_trace`](Self::redact_trace), saying how many secrets it replaced and strings it
+    /// cut.
+    pub fn redact_trace_counting(&self, trace: &mut ObservedTrace) -> RedactionCounts {
+        let mut counts = RedactionCounts::default();
         if self.is_noop() {
-            return;
+            return counts;
         }
-        self.redact_map(&mut trace.metadata);
+        self.redact_map_counting(&mut trace.metadata, &mut counts);
+        counts
+    }
+}
+
+/// What redaction changed: secrets replaced (a value under a secret key, or one pattern match)
+/// and strings cut to the size cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RedactionCounts {
+    /// Secret values and pattern matches replaced by `[REDACTED]`.
+    pub secrets: u64,
+    /// Strings cut to the size cap.
+    pub truncated: u64,
+}
+
+impl std::ops::AddAssign for RedactionCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.secrets += other.secrets;
+        self.truncated += other.truncated;
     }
 }
 
@@ -710,6 +832,83 @@ mod tests {
         // Words without letters or digits add nothing.
         let unchanged = RedactionPolicy::none().with_secret_key("--");
         assert!(unchanged.is_noop());
+    }
+
+    #[test]
+    fn secret_keys_inside_text_lose_their_values() {
+        let p = policy();
+        let text = r#"{"api_key": "kv-123", "max_tokens": "5", 'password': 'hunter2', \"token\": \"t0k\"}"#;
+        let out = p.redact_text(text);
+        for secret in ["kv-123", "hunter2", "t0k"] {
+            assert!(!out.contains(secret), "{out}");
+        }
+        assert!(out.contains(r#""max_tokens": "5""#), "{out}");
+        assert!(out.contains(r#""api_key": "[REDACTED]""#), "{out}");
+    }
+
+    #[test]
+    fn counting_says_how_many_secrets_went_and_strings_were_cut() {
+        let p = policy().with_max_string_bytes(Some(64));
+        let mut step = ObservedStep::new(
+            "t",
+            0,
+            "call",
+            json!({"password": "x", "note": "key sk-abcdefghijklmnopqrstuvwxyz and ghp_abcdefghijklmnopqrstuvwxyz0123456789"}),
+        );
+        step.outputs = Some(json!({"body": "y".repeat(100), "ok": true}));
+        let counts = p.redact_step_counting(&mut step);
+        assert_eq!(
+            counts,
+            RedactionCounts {
+                secrets: 3,
+                truncated: 1
+            }
+        );
+        // Already redacted values are not counted again.
+        assert_eq!(p.redact_step_counting(&mut step).secrets, 0);
+        assert_eq!(
+            RedactionPolicy::none().redact_step_counting(&mut step),
+            RedactionCounts::default()
+        );
+    }
+
+    #[test]
+    fn patterns_given_as_text_compile_or_say_why_not() {
+        let p = RedactionPolicy::none()
+            .with_pattern_text(r"ID-\d+")
+            .unwrap();
+        assert_eq!(p.redact_text("see ID-42"), "see [REDACTED]");
+        let err = RedactionPolicy::none().with_pattern_text("(").unwrap_err();
+        assert!(err.to_string().contains("redaction pattern"), "{err}");
+    }
+
+    #[test]
+    fn json_text_that_redaction_would_change_is_told_apart() {
+        let p = policy()
+            .with_max_string_bytes(Some(32))
+            .with_pattern(Regex::new("^ID-[0-9]+$").unwrap());
+        let cases = [
+            json!({"tool": "get_user", "inputs": {"id": 7}, "outputs": {"name": "Ada"}}),
+            json!({"inputs": {"api_key": "x"}}),
+            json!({"headers": [{"name": "Authorization", "value": "v"}]}),
+            json!({"text": "use sk-abcdefghijklmnopqrstuvwxyz"}),
+            json!({"ref": "ID-42"}),
+            json!({"note": "x".repeat(40)}),
+            json!({"note": "line\nbreak"}),
+        ];
+        for (i, value) in cases.iter().enumerate() {
+            let text = value.to_string();
+            let mut redacted = value.clone();
+            p.redact_value(&mut redacted);
+            let changes = redacted != *value;
+            assert_eq!(
+                p.may_change_json_text(&text),
+                changes || text.contains('\\'),
+                "{text}"
+            );
+            assert_eq!(changes, i > 0 && i < 6, "{text}");
+        }
+        assert!(!RedactionPolicy::none().may_change_json_text(r#"{"password": "x"}"#));
     }
 
     #[test]

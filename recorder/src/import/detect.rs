@@ -187,6 +187,9 @@ pub(crate) fn classify(record: &Value, prefix: &[u8]) -> Result<ImportFormat, St
         ));
     };
     let has = |key: &str| map.contains_key(key);
+    if let Some(format) = classify_agent_log(map, prefix) {
+        return Ok(format);
+    }
     if map.get("trace").is_some_and(Value::is_object)
         && map.get("steps").is_some_and(Value::is_array)
     {
@@ -223,8 +226,101 @@ pub(crate) fn classify(record: &Value, prefix: &[u8]) -> Result<ImportFormat, St
     ))
 }
 
-/// Anthropic messages carry `tool_use` / `tool_result` blocks; anything else is OpenAI's.
+/// Claude Code entry types.
+const CLAUDE_CODE_TYPES: [&str; 7] = [
+    "user",
+    "assistant",
+    "progress",
+    "system",
+    "file-history-snapshot",
+    "queue-operation",
+    "summary",
+];
+
+/// Codex CLI rollout line types.
+const CODEX_TYPES: [&str; 5] = [
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+];
+
+/// Responses API item types that only that API writes.
+const RESPONSES_ITEM_TYPES: [&str; 9] = [
+    "function_call",
+    "function_call_output",
+    "custom_tool_call",
+    "custom_tool_call_output",
+    "web_search_call",
+    "local_shell_call",
+    "local_shell_call_output",
+    "reasoning",
+    "file_search_call",
+];
+
+fn contains(prefix: &[u8], needle: &[u8]) -> bool {
+    prefix.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The agent log formats, told by the container each agent writes around its calls.
+fn classify_agent_log(map: &serde_json::Map<String, Value>, prefix: &[u8]) -> Option<ImportFormat> {
+    let has = |key: &str| map.contains_key(key);
+    let kind = map.get("type").and_then(Value::as_str);
+    if has("payload") && kind.is_some_and(|k| CODEX_TYPES.contains(&k)) {
+        return Some(ImportFormat::CodexRollout);
+    }
+    let claude_entry = has("sessionId") || has("parentUuid") || has("messageId") || has("leafUuid");
+    if claude_entry && kind.is_some_and(|k| CLAUDE_CODE_TYPES.contains(&k)) {
+        return Some(ImportFormat::ClaudeCode);
+    }
+    if kind.is_some_and(|k| RESPONSES_ITEM_TYPES.contains(&k))
+        || (map.get("object").and_then(Value::as_str) == Some("response")
+            && map.get("output").is_some_and(Value::is_array))
+        || (kind == Some("message")
+            && (contains(prefix, b"\"output_text\"") || contains(prefix, b"\"input_text\"")))
+    {
+        return Some(ImportFormat::OpenaiResponses);
+    }
+    if map.get("simulations").is_some_and(Value::is_array) {
+        return Some(ImportFormat::Tau2Bench);
+    }
+    if map.get("answer_generation").is_some_and(Value::is_object) {
+        return Some(ImportFormat::Toolbench);
+    }
+    if map
+        .get("trajectory_format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| f.starts_with("mini-swe-agent"))
+    {
+        return Some(ImportFormat::MiniSweAgent);
+    }
+    if !has("messages")
+        && (map.get("trajectory").is_some_and(Value::is_array)
+            || map.get("history").is_some_and(Value::is_array))
+    {
+        return Some(ImportFormat::SweAgent);
+    }
+    if has("source") && has("id") && (has("action") || has("observation")) {
+        return Some(ImportFormat::Openhands);
+    }
+    None
+}
+
+/// Anthropic messages carry `tool_use` / `tool_result` blocks; mini-swe-agent's act through
+/// shell blocks in their text and make no structured calls; anything else is OpenAI's.
 fn message_dialect(prefix: &[u8]) -> ImportFormat {
+    let structured = [
+        &b"\"tool_calls\""[..],
+        b"\"function_call\"",
+        b"\"tool_use\"",
+        b"\"tool_result\"",
+    ]
+    .iter()
+    .any(|needle| contains(prefix, needle));
+    if contains(prefix, b"```mswea_bash_command") || (!structured && contains(prefix, b"```bash")) {
+        return ImportFormat::MiniSweAgent;
+    }
     let anthropic = [&b"\"tool_use\""[..], b"\"tool_result\"", b"\"tool_use_id\""]
         .iter()
         .any(|needle| prefix.windows(needle.len()).any(|w| w == *needle));
@@ -281,6 +377,65 @@ mod tests {
         let err = classify(&json!({"foo": 1, "bar": 2}), b"").unwrap_err();
         assert!(err.contains("foo, bar"), "{err}");
         assert!(classify(&json!([1]), b"").unwrap_err().contains("an array"));
+    }
+
+    #[test]
+    fn classifies_agent_log_containers() {
+        let cases = [
+            (
+                json!({"type": "file-history-snapshot", "messageId": "m", "snapshot": {}}),
+                ImportFormat::ClaudeCode,
+            ),
+            (
+                json!({"type": "user", "sessionId": "s", "parentUuid": null, "message": {}}),
+                ImportFormat::ClaudeCode,
+            ),
+            (
+                json!({"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}}),
+                ImportFormat::CodexRollout,
+            ),
+            (
+                json!({"type": "function_call", "name": "f", "arguments": "{}", "call_id": "c"}),
+                ImportFormat::OpenaiResponses,
+            ),
+            (
+                json!({"id": "r", "object": "response", "output": []}),
+                ImportFormat::OpenaiResponses,
+            ),
+            (
+                json!({"timestamp": "t", "info": {}, "tasks": [], "simulations": []}),
+                ImportFormat::Tau2Bench,
+            ),
+            (
+                json!({"win": true, "tree": {}, "answer_generation": {}}),
+                ImportFormat::Toolbench,
+            ),
+            (
+                json!({"environment": "e", "trajectory": [], "history": [], "info": {}}),
+                ImportFormat::SweAgent,
+            ),
+            (json!({"history": []}), ImportFormat::SweAgent),
+            (
+                json!({"info": {}, "messages": [], "trajectory_format": "mini-swe-agent-1"}),
+                ImportFormat::MiniSweAgent,
+            ),
+            (
+                json!({"id": 0, "timestamp": "t", "source": "user", "action": "message"}),
+                ImportFormat::Openhands,
+            ),
+        ];
+        for (record, expected) in cases {
+            assert_eq!(classify(&record, b"").unwrap(), expected, "{record}");
+        }
+        let system = json!({"role": "system", "content": "reply in a block"});
+        assert_eq!(
+            classify(&system, b"```mswea_bash_command\nls\n```").unwrap(),
+            ImportFormat::MiniSweAgent
+        );
+        assert_eq!(
+            classify(&system, b"```bash\nls\n``` \"tool_calls\"").unwrap(),
+            ImportFormat::OpenaiMessages
+        );
     }
 
     #[test]

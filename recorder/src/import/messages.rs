@@ -1,9 +1,13 @@
 //! `openai-messages` and `anthropic-messages`: chat logs in which tool calls and their results
-//! are messages. One [`Conversation`] understands both dialects:
+//! are messages. One [`Conversation`] understands both dialects and the variants harnesses write:
 //!
-//! - OpenAI: an assistant message's `tool_calls` (`id`, `function.name`, `function.arguments` as a
-//!   JSON string), answered by `role: tool` messages with `tool_call_id`; the legacy
-//!   `function_call` / `role: function` pair too.
+//! - OpenAI: a message's `tool_calls` (`id`, `function.name`, `function.arguments` as a JSON
+//!   string), answered by `role: tool` messages with `tool_call_id`; the legacy `function_call` /
+//!   `role: function` pair too. Variants seen in real logs: the call flattened (`{id, name,
+//!   arguments}`, tau2-bench), `function` as a plain string with `args`, `tool_calls` written as
+//!   a (Python or JSON) string, results keyed by `id` instead of `tool_call_id`, and results
+//!   naming their calls in a `tool_call_ids` list (SWE-agent). Tool calls are taken from any
+//!   role but `tool`, since user simulators call tools too.
 //! - Anthropic: `tool_use` blocks (`id`, `name`, `input`) in assistant content, answered by
 //!   `tool_result` blocks (`tool_use_id`, `content` text or blocks, `is_error`) in user content.
 //!
@@ -12,12 +16,18 @@
 //! the same JSON as clean ones, with `arguments_syntax: "python"` in the step's metadata;
 //! arguments that parse neither way are kept as the raw string with `arguments_unparsed` saying
 //! why. A result that parses as JSON becomes that value (except `null`, kept as the text so it
-//! cannot be mistaken for a missing result), otherwise the text itself. An OpenAI result that
-//! reads `Error: ...` (or, as tau-bench's program-writing agents log it, `# var_3 = "Error: ..."`)
-//! and an Anthropic result with `is_error` are failed calls: error type `ToolError`, the text as
-//! the message, no outputs. A call whose result never comes stays a step without outputs and
-//! with `result_missing: true`; a result that matches no call is counted in the trace's
-//! `orphan_tool_results`.
+//! cannot be mistaken for a missing result), otherwise the text itself.
+//!
+//! Failed calls get error type `ToolError`, the failure text as the message and no outputs. A
+//! result fails when it reads `Error: ...` (or, as tau-bench's program-writing agents log it,
+//! `# var_3 = "Error: ..."`), when the message says `error: true` (tau2-bench) or the Anthropic
+//! block `is_error`, and when it is a JSON object whose `error` is set (`{"error": "timeout",
+//! "response": ""}`, as ToolBench's tools answer; an empty or `null` `error` is a success).
+//! A call whose result never comes stays a step without outputs and with `result_missing: true`;
+//! a result that matches no call is counted in the trace's `orphan_tool_results`.
+//!
+//! A message's `timestamp` (when the harness writes one) becomes the call's `started_at` and the
+//! result's `ended_at`, and the two give the step's duration.
 //!
 //! Files may hold a list of messages (one conversation), JSON Lines of messages (one
 //! conversation), or conversations (`{"messages": [...]}`) as JSON Lines or an array.
@@ -26,13 +36,16 @@ use serde_json::{Map, Value};
 
 use super::pyliteral;
 use super::records::Handler as RecordHandler;
-use super::values::{id_text, tool_name, type_name};
+use super::values::{id_text, timestamp, tool_name, type_name};
 use super::{Output, Position, RejectUnit};
 use crate::error::Result;
-use crate::model::{ObservedStep, ObservedTrace};
+use crate::model::{ObservedStep, ObservedTrace, Timestamp};
 
 /// The error class given to calls whose result says they failed.
-const TOOL_ERROR: &str = "ToolError";
+pub(super) const TOOL_ERROR: &str = "ToolError";
+
+/// The step metadata key that marks a call whose result never came.
+pub(super) const RESULT_MISSING: &str = "result_missing";
 
 /// Tool calls and results collected from a conversation's messages, in call order.
 #[derive(Debug, Default)]
@@ -41,56 +54,53 @@ pub(super) struct Conversation {
     /// Steps whose result has not been seen yet, oldest first.
     waiting: Vec<usize>,
     orphan_results: u64,
+    /// When the message being read was written, if the log says.
+    now: Option<Timestamp>,
 }
 
 impl Conversation {
-    /// Takes the next message. An error names what is wrong with it.
+    /// Takes the next message; its own `timestamp` field, when it has one, times it. An error
+    /// names what is wrong with it.
     pub fn add(&mut self, message: Value) -> Result<(), String> {
+        let at = message.get("timestamp").and_then(timestamp);
+        self.add_at(message, at)
+    }
+
+    /// Takes the next message, written at `at` (the container's timestamp, say).
+    pub fn add_at(&mut self, message: Value, at: Option<Timestamp>) -> Result<(), String> {
         let Value::Object(message) = message else {
             return Err(format!(
                 "a message must be an object, got {}",
                 type_name(&message)
             ));
         };
+        self.now = at;
         let role = message.get("role").and_then(Value::as_str).unwrap_or("");
-        match role {
-            "assistant" | "model" => {
-                match message.get("tool_calls") {
-                    None | Some(Value::Null) => {}
-                    Some(Value::Array(calls)) => {
-                        for (i, call) in calls.iter().enumerate() {
-                            self.openai_call(call)
-                                .map_err(|e| format!("tool_calls[{i}]: {e}"))?;
-                        }
-                    }
-                    Some(other) => {
-                        return Err(format!(
-                            "`tool_calls` must be an array, got {}",
-                            type_name(other)
-                        ));
-                    }
-                }
-                if let Some(call @ Value::Object(_)) = message.get("function_call") {
-                    self.openai_call(&serde_json::json!({ "function": call }))
-                        .map_err(|e| format!("function_call: {e}"))?;
-                }
-                if let Some(Value::Array(blocks)) = message.get("content") {
-                    for (i, block) in blocks.iter().enumerate() {
-                        if block.get("type").and_then(Value::as_str) == Some("tool_use") {
-                            self.anthropic_call(block)
-                                .map_err(|e| format!("content[{i}]: {e}"))?;
-                        }
-                    }
+        if role == "tool" || role == "function" {
+            self.openai_result(&message);
+            return Ok(());
+        }
+        match message.get("tool_calls") {
+            None | Some(Value::Null) => {}
+            Some(calls) => {
+                for (i, call) in tool_call_list(calls)?.iter().enumerate() {
+                    self.openai_call(call)
+                        .map_err(|e| format!("tool_calls[{i}]: {e}"))?;
                 }
             }
-            "tool" | "function" => self.openai_result(&message),
-            _ => {
-                if let Some(Value::Array(blocks)) = message.get("content") {
-                    for block in blocks {
-                        if block.get("type").and_then(Value::as_str) == Some("tool_result") {
-                            self.anthropic_result(block);
-                        }
-                    }
+        }
+        if let Some(call @ Value::Object(_)) = message.get("function_call") {
+            self.openai_call(&serde_json::json!({ "function": call }))
+                .map_err(|e| format!("function_call: {e}"))?;
+        }
+        if let Some(Value::Array(blocks)) = message.get("content") {
+            for (i, block) in blocks.iter().enumerate() {
+                match block.get("type").and_then(Value::as_str) {
+                    Some("tool_use") => self
+                        .anthropic_call(block)
+                        .map_err(|e| format!("content[{i}]: {e}"))?,
+                    Some("tool_result") => self.anthropic_result(block),
+                    _ => {}
                 }
             }
         }
@@ -102,7 +112,7 @@ impl Conversation {
         for &index in &self.waiting {
             self.steps[index]
                 .metadata
-                .insert("result_missing".to_owned(), Value::Bool(true));
+                .insert(RESULT_MISSING.to_owned(), Value::Bool(true));
         }
         let mut metadata = Map::new();
         if self.orphan_results > 0 {
@@ -114,9 +124,48 @@ impl Conversation {
         (self.steps, metadata)
     }
 
-    fn push_call(&mut self, step: ObservedStep) {
+    /// Adds a call made elsewhere (a text action, say) that waits for its result like any other.
+    pub fn push_call(&mut self, mut step: ObservedStep) {
+        if step.started_at.is_none() {
+            step.started_at = self.now;
+        }
         self.waiting.push(self.steps.len());
         self.steps.push(step);
+    }
+
+    /// Times what comes next (calls pushed, results answered) at `at`.
+    pub fn set_time(&mut self, at: Option<Timestamp>) {
+        self.now = at;
+    }
+
+    /// The last call added, for the format that knows more about it.
+    pub fn last_call_mut(&mut self) -> Option<&mut ObservedStep> {
+        self.steps.last_mut()
+    }
+
+    /// The call with this id, for the format that knows more about it.
+    pub fn call_mut(&mut self, call_id: &str) -> Option<&mut ObservedStep> {
+        self.steps
+            .iter_mut()
+            .rev()
+            .find(|step| step.call_id.as_deref() == Some(call_id))
+    }
+
+    /// How many calls so far.
+    pub fn calls(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Answers the oldest waiting call (or the one with `id`) with `result`; `false` when no
+    /// call was waiting.
+    pub fn answer(&mut self, id: Option<&str>, result: CallResult) -> bool {
+        let Some(index) = self.pair(id) else {
+            self.orphan_results += 1;
+            return false;
+        };
+        let now = self.now;
+        apply_result(&mut self.steps[index], result, now);
+        true
     }
 
     fn openai_call(&mut self, call: &Value) -> Result<(), String> {
@@ -126,20 +175,23 @@ impl Conversation {
                 type_name(call)
             ));
         };
-        // Some harnesses flatten `function` into the call itself.
-        let function = match call.get("function") {
-            Some(Value::Object(function)) => function,
+        // Some harnesses flatten `function` into the call itself; some write it as the name.
+        let (name, function) = match call.get("function") {
+            Some(Value::Object(function)) => {
+                (tool_name(function.get("name"), "function.name")?, function)
+            }
+            Some(Value::String(name)) if !name.trim().is_empty() => (name.clone(), call),
             Some(other) => {
                 return Err(format!(
-                    "`function` must be an object, got {}",
+                    "`function` must be an object or a name, got {}",
                     type_name(other)
                 ));
             }
-            None => call,
+            None => (tool_name(call.get("name"), "name")?, call),
         };
-        let name = tool_name(function.get("name"), "function.name")?;
         let mut metadata = Map::new();
-        let inputs = match function.get("arguments") {
+        let arguments = function.get("arguments").or_else(|| function.get("args"));
+        let inputs = match arguments {
             None | Some(Value::Null) => Value::Object(Map::new()),
             Some(Value::String(text)) => parse_arguments(text, &mut metadata),
             Some(other) => other.clone(),
@@ -192,65 +244,171 @@ impl Conversation {
     }
 
     fn openai_result(&mut self, message: &Map<String, Value>) {
-        let id = id_text(message.get("tool_call_id"));
-        let Some(index) = self.pair(id.as_deref()) else {
+        let flagged = message.get("error") == Some(&Value::Bool(true));
+        let result = match message.get("content") {
+            None | Some(Value::Null) => CallResult::text(String::new(), flagged),
+            Some(Value::String(text)) => CallResult::text(text.clone(), flagged),
+            Some(Value::Array(parts)) if parts.iter().all(is_text_part) => {
+                CallResult::text(join_text(parts), flagged)
+            }
+            Some(other) => CallResult::Value(other.clone(), flagged),
+        };
+        let name = match message.get("name") {
+            Some(Value::String(name)) => Some(name.clone()),
+            _ => None,
+        };
+        // `tool_call_id` is the standard; tau2-bench keys results by `id`, SWE-agent lists them.
+        let ids = match id_text(message.get("tool_call_id")).or_else(|| id_text(message.get("id")))
+        {
+            Some(id) => vec![id],
+            None => id_list(message.get("tool_call_ids")),
+        };
+        if ids.is_empty() {
+            self.answer_named(None, result, name);
+        } else {
+            for id in &ids {
+                self.answer_named(Some(id), result.clone(), name.clone());
+            }
+        }
+    }
+
+    fn answer_named(&mut self, id: Option<&str>, result: CallResult, name: Option<String>) {
+        let Some(index) = self.pair(id) else {
             self.orphan_results += 1;
             return;
         };
         let step = &mut self.steps[index];
-        if let Some(Value::String(name)) = message.get("name")
-            && *name != step.tool_name
+        if let Some(name) = name
+            && name != step.tool_name
         {
             step.metadata
-                .insert("result_name".to_owned(), Value::String(name.clone()));
+                .insert("result_name".to_owned(), Value::String(name));
         }
-        let text = match message.get("content") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Array(parts)) if parts.iter().all(is_text_part) => join_text(parts),
-            Some(other) => {
-                step.outputs = Some(other.clone());
-                return;
-            }
-        };
-        if let Some(message) = error_result(&text) {
-            if message != text {
-                step.metadata
-                    .insert("result_text".to_owned(), Value::String(text));
-            }
-            step.error_type = Some(TOOL_ERROR.to_owned());
-            step.error_message = Some(message);
-        } else {
-            step.outputs = Some(json_or_text(text));
-        }
+        apply_result(step, result, self.now);
     }
 
     fn anthropic_result(&mut self, block: &Value) {
         let id = id_text(block.get("tool_use_id"));
-        let Some(index) = self.pair(id.as_deref()) else {
-            self.orphan_results += 1;
-            return;
-        };
-        let step = &mut self.steps[index];
-        let output = match block.get("content") {
-            None | Some(Value::Null) => Value::String(String::new()),
-            Some(Value::String(text)) => json_or_text(text.clone()),
+        let flagged = block.get("is_error") == Some(&Value::Bool(true));
+        let result = match block.get("content") {
+            None | Some(Value::Null) => CallResult::text(String::new(), flagged),
+            Some(Value::String(text)) => CallResult::text(text.clone(), flagged),
             Some(Value::Array(parts)) if parts.iter().all(is_text_part) => {
-                json_or_text(join_text(parts))
+                CallResult::text(join_text(parts), flagged)
             }
-            Some(other) => other.clone(),
+            Some(other) => CallResult::Value(other.clone(), flagged),
         };
-        if block.get("is_error") == Some(&Value::Bool(true)) {
-            step.error_type = Some(TOOL_ERROR.to_owned());
-            step.error_message = Some(match block.get("content") {
-                Some(Value::String(text)) => text.clone(),
-                Some(Value::Array(parts)) if parts.iter().all(is_text_part) => join_text(parts),
-                _ => output.to_string(),
-            });
-        } else {
-            step.outputs = Some(output);
+        self.answer(id.as_deref(), result);
+    }
+}
+
+/// What answered a call: text as the tool wrote it, or a structured value; `true` when the log
+/// flags it as failed.
+#[derive(Debug, Clone)]
+pub(super) enum CallResult {
+    Text(String, bool),
+    Value(Value, bool),
+}
+
+impl CallResult {
+    pub fn text(text: String, flagged: bool) -> Self {
+        CallResult::Text(text, flagged)
+    }
+}
+
+/// Writes `result` into `step`: outputs, or the failure it says; `ended_at` and the duration
+/// when the result is timed.
+pub(super) fn apply_result(step: &mut ObservedStep, result: CallResult, at: Option<Timestamp>) {
+    if let Some(ended) = at {
+        step.ended_at = Some(ended);
+        if let Some(started) = step.started_at
+            && ended >= started
+        {
+            #[allow(clippy::cast_precision_loss)]
+            let millis = (ended - started)
+                .num_microseconds()
+                .map(|us| us as f64 / 1000.0);
+            step.duration_ms = millis;
         }
     }
+    let (value, text, flagged) = match result {
+        CallResult::Text(text, flagged) => (json_or_text(text.clone()), Some(text), flagged),
+        CallResult::Value(value, flagged) => (value, None, flagged),
+    };
+    let failure = text
+        .as_deref()
+        .and_then(error_result)
+        .or_else(|| error_field(&value))
+        .or_else(|| {
+            flagged.then(|| match &text {
+                Some(text) => text.clone(),
+                None => value.to_string(),
+            })
+        });
+    match failure {
+        Some(message) => {
+            let original = text.unwrap_or_else(|| value.to_string());
+            if message != original {
+                step.metadata
+                    .insert("result_text".to_owned(), Value::String(original));
+            }
+            step.error_type = Some(TOOL_ERROR.to_owned());
+            step.error_message = Some(message);
+        }
+        None => step.outputs = Some(value),
+    }
+}
+
+/// The failure a structured result reports in its `error` field: a non-empty text, `true`, or
+/// an object (its `message` when it has one).
+fn error_field(value: &Value) -> Option<String> {
+    match value.get("error")? {
+        Value::String(text) if !text.trim().is_empty() => Some(text.clone()),
+        Value::Bool(true) => Some("error".to_owned()),
+        Value::Object(detail) => Some(match detail.get("message") {
+            Some(Value::String(message)) => message.clone(),
+            _ => Value::Object(detail.clone()).to_string(),
+        }),
+        _ => None,
+    }
+}
+
+/// `tool_calls` as a list: an array, or an array written as JSON or Python text.
+fn tool_call_list(calls: &Value) -> Result<Vec<Value>, String> {
+    match calls {
+        Value::Array(calls) => Ok(calls.clone()),
+        Value::String(text) if text.trim().is_empty() => Ok(Vec::new()),
+        Value::String(text) => {
+            let parsed = serde_json::from_str::<Value>(text)
+                .ok()
+                .or_else(|| pyliteral::parse(text).ok());
+            match parsed {
+                Some(Value::Array(calls)) => Ok(calls),
+                Some(Value::Null) => Ok(Vec::new()),
+                _ => Err("`tool_calls` is text that is not a list of calls".to_owned()),
+            }
+        }
+        other => Err(format!(
+            "`tool_calls` must be an array, got {}",
+            type_name(other)
+        )),
+    }
+}
+
+/// A list of ids: an array, or an array written as JSON or Python text.
+fn id_list(value: Option<&Value>) -> Vec<String> {
+    let items = match value {
+        Some(Value::Array(items)) => items.clone(),
+        Some(Value::String(text)) => match serde_json::from_str::<Value>(text)
+            .ok()
+            .or_else(|| pyliteral::parse(text).ok())
+        {
+            Some(Value::Array(items)) => items,
+            _ => vec![Value::String(text.clone())],
+        },
+        _ => Vec::new(),
+    };
+    items.iter().filter_map(|id| id_text(Some(id))).collect()
 }
 
 fn is_text_part(part: &Value) -> bool {
@@ -304,9 +462,9 @@ fn json_or_text(text: String) -> Value {
 
 /// The error message when a result's text says the call failed: `Error: ...`, or tau-bench's
 /// `# var_N = "Error: ..."` (a Python string assigned in the agent's program).
-fn error_result(text: &str) -> Option<String> {
+pub(super) fn error_result(text: &str) -> Option<String> {
     let trimmed = text.trim();
-    if trimmed.starts_with("Error:") || trimmed == "Error" {
+    if trimmed.starts_with("Error:") || trimmed.starts_with("ERROR:") || trimmed == "Error" {
         return Some(text.to_owned());
     }
     let assignment = trimmed.strip_prefix('#')?.trim_start();

@@ -7,17 +7,32 @@
 //! an import: each becomes a [`Reject`] with its file, line (or record index) and reason, and the
 //! good records around it are still imported.
 //!
-//! Formats ([`ImportFormat`], with the names `--format` takes):
+//! Formats ([`ImportFormat`], with the names `--input-format` takes; every one is also detected
+//! from a file's first records, see `docs/importing.md` for the rules):
 //!
-//! | name | what |
-//! |---|---|
-//! | `chainweaver-jsonl` | one tool call a line: `trace_id`, `tool`/`tool_name`, `inputs`, `outputs`, ... |
-//! | `chainweaver-events` | agent-trace events: `session_id`, `event`, `tool`, `args`, `result_status`, `latency_ms`, ... |
-//! | `execution-result` | saved flow runs (`flow_name`, `execution_log`, `trace_id`, ...) |
-//! | `openai-messages` | chat-completions messages: a list, JSON Lines of messages, or of `{"messages": [...]}` |
-//! | `tau-bench` | tau-bench result files: records with `task_id`, `trial`, `reward` and `traj` messages |
-//! | `anthropic-messages` | Anthropic messages with `tool_use` / `tool_result` content blocks |
-//! | `spmf` | SPMF sequence files: one sequence a line, items separated by `-1`, ended by `-2` |
+//! | name | what | one trace per | calls paired by |
+//! |---|---|---|---|
+//! | `claude-code` | Claude Code session JSONL: `user` / `assistant` entries with Anthropic messages | session (`sessionId`; a subagent's sidechain is its own, linked to its parent) | `tool_use_id` |
+//! | `codex-rollout` | Codex CLI rollouts: `{timestamp, type, payload}` lines with Responses API items | rollout (`session_meta.id`) | `call_id` |
+//! | `openai-responses` | Responses API items (`function_call`, `custom_tool_call`, `web_search_call`, outputs) or response objects | file | `call_id` |
+//! | `openai-messages` | chat-completions messages and their variants: a list, JSON Lines of messages, or of `{"messages": [...]}` | conversation | `tool_call_id`, `id`, `tool_call_ids`, order |
+//! | `anthropic-messages` | Anthropic messages with `tool_use` / `tool_result` content blocks | conversation | `tool_use_id` |
+//! | `tau2-bench` | tau2-bench results: `{info, tasks, simulations: [{messages, ...}]}` | simulation | `id` |
+//! | `tau-bench` | tau-bench result files: records with `task_id`, `trial`, `reward` and `traj` messages | record | `tool_call_id` |
+//! | `swe-agent` | SWE-agent `.traj`: structured `tool_calls` in `history`, else `trajectory` text actions | file | `tool_call_ids`, else the entry itself |
+//! | `mini-swe-agent` | mini-swe-agent messages: shell commands in fenced blocks of the assistant's text | file | the next user message |
+//! | `openhands` | OpenHands event streams: actions with `tool_call_metadata`, observations with `cause` | file | `cause`, else `tool_call_id` |
+//! | `toolbench` | ToolBench answer files: the last `train_messages` conversation (legacy `function_call`) | file (query) | order (`role: function`) |
+//! | `chainweaver-jsonl` | one tool call a line: `trace_id`, `tool`/`tool_name`, `inputs`, `outputs`, ... | `trace_id` | - |
+//! | `chainweaver-traces` | ChainWeaver's own lossless export: one trace with its steps a line | line | - |
+//! | `chainweaver-events` | agent-trace events: `session_id`, `event`, `tool`, `args`, `result_status`, `latency_ms`, ... | `session_id` | - |
+//! | `execution-result` | saved flow runs (`flow_name`, `execution_log`, `trace_id`, ...) | record | - |
+//! | `spmf` | SPMF sequence files: one sequence a line, items separated by `-1`, ended by `-2` | line | - |
+//!
+//! Every [`ImportReport`] counts the traces, steps, failed calls, calls whose result the log
+//! never gives and traces without calls. Before a batch is handed over, its traces and steps
+//! are redacted with [`ImportOptions::redaction`] (the recorder's secret rules unless changed,
+//! see [`import_redaction`]), and the report counts what was replaced.
 //!
 //! Streaming: JSON Lines are read line by line, JSON arrays element by element, so memory holds one
 //! record at a time plus the traces not yet handed over. Formats whose traces can interleave across
@@ -27,14 +42,20 @@
 
 mod chainweaver_events;
 mod chainweaver_jsonl;
+mod claude_code;
 mod compact;
 mod detect;
 mod execution_result;
 mod messages;
+mod openhands;
 pub mod pyliteral;
 mod records;
+mod responses;
 mod spmf;
+mod swe_agent;
+mod tau2_bench;
 mod tau_bench;
+mod toolbench;
 mod traces_jsonl;
 mod values;
 
@@ -46,6 +67,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::capture::{RedactionCounts, RedactionPolicy};
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace};
 use crate::store::RawSteps;
@@ -72,11 +94,27 @@ pub enum ImportFormat {
     AnthropicMessages,
     /// SPMF sequence files.
     Spmf,
+    /// Claude Code session logs.
+    ClaudeCode,
+    /// Codex CLI rollout files.
+    CodexRollout,
+    /// OpenAI Responses API items.
+    OpenaiResponses,
+    /// tau2-bench result documents.
+    Tau2Bench,
+    /// SWE-agent trajectories (`.traj`).
+    SweAgent,
+    /// mini-swe-agent trajectories.
+    MiniSweAgent,
+    /// OpenHands event streams.
+    Openhands,
+    /// ToolBench answer files.
+    Toolbench,
 }
 
 impl ImportFormat {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [ImportFormat; 8] = [
+    pub const ALL: [ImportFormat; 16] = [
         ImportFormat::ChainweaverJsonl,
         ImportFormat::ChainweaverTraces,
         ImportFormat::ChainweaverEvents,
@@ -85,6 +123,14 @@ impl ImportFormat {
         ImportFormat::TauBench,
         ImportFormat::AnthropicMessages,
         ImportFormat::Spmf,
+        ImportFormat::ClaudeCode,
+        ImportFormat::CodexRollout,
+        ImportFormat::OpenaiResponses,
+        ImportFormat::Tau2Bench,
+        ImportFormat::SweAgent,
+        ImportFormat::MiniSweAgent,
+        ImportFormat::Openhands,
+        ImportFormat::Toolbench,
     ];
 
     /// The name `--format` takes and reports print.
@@ -98,6 +144,14 @@ impl ImportFormat {
             ImportFormat::TauBench => "tau-bench",
             ImportFormat::AnthropicMessages => "anthropic-messages",
             ImportFormat::Spmf => "spmf",
+            ImportFormat::ClaudeCode => "claude-code",
+            ImportFormat::CodexRollout => "codex-rollout",
+            ImportFormat::OpenaiResponses => "openai-responses",
+            ImportFormat::Tau2Bench => "tau2-bench",
+            ImportFormat::SweAgent => "swe-agent",
+            ImportFormat::MiniSweAgent => "mini-swe-agent",
+            ImportFormat::Openhands => "openhands",
+            ImportFormat::Toolbench => "toolbench",
         }
     }
 }
@@ -143,6 +197,12 @@ pub struct ImportOptions {
     pub trace_id_prefix: Option<String>,
     /// A line (or single JSON document) longer than this is rejected instead of read into memory.
     pub max_record_bytes: usize,
+    /// Applied to every trace and step (and to the excerpts of rejected records) before they
+    /// are handed over, so secrets in a log never reach a store. On by default
+    /// ([`import_redaction`]: the secret rules [`TraceRecorder`](crate::capture::TraceRecorder)
+    /// uses); [`RedactionPolicy::none`] turns it off. On the raw bulk path, a line redaction
+    /// might change ([`RedactionPolicy::may_change_json_text`]) is read as values instead.
+    pub redaction: RedactionPolicy,
 }
 
 impl Default for ImportOptions {
@@ -154,8 +214,17 @@ impl Default for ImportOptions {
             source: None,
             trace_id_prefix: None,
             max_record_bytes: 256 * 1024 * 1024,
+            redaction: import_redaction(),
         }
     }
+}
+
+/// The redaction an import applies unless told otherwise: the recorder's secret keys and
+/// patterns ([`RedactionPolicy::default`]) without its size cap on strings. The cap guards a
+/// live program's memory; an import copies what is already on disk, and cutting its long
+/// values would lose data.
+pub fn import_redaction() -> RedactionPolicy {
+    RedactionPolicy::default().with_max_string_bytes(None)
 }
 
 /// Complete traces with all their steps, ready for one atomic append.
@@ -250,6 +319,12 @@ pub struct ImportReport {
     pub steps: u64,
     /// Of those, steps that record a failed call.
     pub failed_steps: u64,
+    /// Of those, calls whose result the log never gives (`result_missing`).
+    pub calls_without_result: u64,
+    /// Of the traces, those without any tool call.
+    pub traces_without_calls: u64,
+    /// What redaction replaced and cut before the batches were handed over.
+    pub redacted: RedactionCounts,
     /// Records that were not imported, in file order.
     pub rejects: Vec<Reject>,
 }
@@ -421,6 +496,7 @@ fn parse_file(
         batch_bytes: options.batch_bytes.max(1),
         batch_started_at: None,
         max_record_bytes: options.max_record_bytes,
+        redaction: &options.redaction,
         sink,
         progress,
         pending: ImportBatch::default(),
@@ -433,6 +509,9 @@ fn parse_file(
             traces: 0,
             steps: 0,
             failed_steps: 0,
+            calls_without_result: 0,
+            traces_without_calls: 0,
+            redacted: RedactionCounts::default(),
             rejects: Vec::new(),
         },
         bytes_read: 0,
@@ -465,6 +544,38 @@ fn parse_file(
             let mut handler = tau_bench::Handler;
             records::read(layout, &mut out, &mut handler)?;
         }
+        ImportFormat::ClaudeCode => {
+            let mut handler = claude_code::Handler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::CodexRollout => {
+            let mut handler = responses::RolloutHandler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::OpenaiResponses => {
+            let mut handler = responses::ResponsesHandler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::Tau2Bench => {
+            let mut handler = tau2_bench::Handler;
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::SweAgent => {
+            let mut handler = swe_agent::SweAgentHandler;
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::MiniSweAgent => {
+            let mut handler = swe_agent::MiniSweAgentHandler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::Openhands => {
+            let mut handler = openhands::Handler::default();
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::Toolbench => {
+            let mut handler = toolbench::Handler;
+            records::read(layout, &mut out, &mut handler)?;
+        }
     }
     out.flush()?;
     Ok(out.report)
@@ -489,6 +600,7 @@ pub(crate) struct Output<'a> {
     /// `bytes_read` when the first trace of the pending batch was emitted.
     batch_started_at: Option<u64>,
     pub max_record_bytes: usize,
+    redaction: &'a RedactionPolicy,
     sink: &'a mut dyn FnMut(Batch) -> Result<()>,
     progress: &'a mut dyn FnMut(ImportProgress),
     /// The traces of the batch being built, and its steps unless they go to `pending_raw`.
@@ -507,14 +619,25 @@ impl Output<'_> {
     /// Hands over one complete trace. Fills in the source when the handler left it empty, applies
     /// the id prefix, keeps ids unique within the import (a repeated id gets `~2`, `~3`, ... and
     /// the original in metadata) and numbers the steps 0, 1, 2, ...
+    ///
+    /// Redaction happens here, before anything is handed over; so does the counting of failed
+    /// calls, calls without a result and traces without calls.
     pub fn emit(&mut self, mut trace: ObservedTrace, mut steps: Vec<ObservedStep>) -> Result<()> {
         let trace_id = self.admit(&mut trace);
+        self.report.redacted += self.redaction.redact_trace_counting(&mut trace);
+        if steps.is_empty() {
+            self.report.traces_without_calls += 1;
+        }
         for (index, step) in steps.iter_mut().enumerate() {
             step.trace_id.clone_from(&trace_id);
             step.step_index = u32::try_from(index).unwrap_or(u32::MAX);
             if step.is_error() {
                 self.report.failed_steps += 1;
             }
+            if step.metadata.get(messages::RESULT_MISSING) == Some(&Value::Bool(true)) {
+                self.report.calls_without_result += 1;
+            }
+            self.report.redacted += self.redaction.redact_step_counting(step);
         }
         let count = steps.len();
         match self.pending_raw.as_mut() {
@@ -531,7 +654,12 @@ impl Output<'_> {
 
     /// The steps a handler is adding as text, when this import hands over raw steps: stage them
     /// after [`RawSteps::mark`], then [`Output::emit_raw`] the trace (or truncate to the mark).
-    pub fn raw_steps(&mut self) -> Option<&mut RawSteps> {
+    /// `None` when redaction might change the record whose text is `record`: then it has to be
+    /// read as values.
+    pub fn raw_steps(&mut self, record: &str) -> Option<&mut RawSteps> {
+        if self.redaction.may_change_json_text(record) {
+            return None;
+        }
         self.pending_raw.as_mut()
     }
 
@@ -551,6 +679,9 @@ impl Output<'_> {
             failed += u64::from(step.error_type.is_some() || step.error_message.is_some());
         }
         let count = steps.len();
+        if count == 0 {
+            self.report.traces_without_calls += 1;
+        }
         self.report.failed_steps += failed;
         self.pending.traces.push(trace);
         self.emitted(count)
@@ -592,8 +723,13 @@ impl Output<'_> {
         Ok(())
     }
 
-    /// Records a rejected record.
+    /// Records a rejected record. Its excerpt is redacted like the records that are kept,
+    /// since rejects are written to disk too.
     pub fn reject(&mut self, at: Position, reason: impl Into<String>, excerpt: String) {
+        let excerpt = match self.redaction.redact_text(&excerpt) {
+            std::borrow::Cow::Borrowed(_) => excerpt,
+            std::borrow::Cow::Owned(redacted) => redacted,
+        };
         self.report.rejects.push(Reject {
             path: self.path.clone(),
             line: at.line,

@@ -74,7 +74,7 @@ impl Handler {
         out: &mut Output<'_>,
         text: &str,
     ) -> Option<Result<Result<(), String>>> {
-        let raw = out.raw_steps()?;
+        let raw = out.raw_steps(text)?;
         let record: RawRecord<'_> = serde_json::from_str(text).ok()?;
         let mark = raw.mark();
         for step in &record.steps {

@@ -2,8 +2,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod agent_logs;
 mod capture;
 mod import;
+mod import_fuzz;
+mod import_redaction;
 mod parquet;
 mod sqlite;
 mod workspace;
