@@ -31,17 +31,7 @@ impl RecordHandler for Handler {
             RejectUnit::Line => format!("{}:{}", out.stem, at.line),
             RejectUnit::Record => format!("{}#{}", out.stem, at.line),
         };
-        match convert(value, &fallback_id) {
-            Ok((trace, steps)) => {
-                out.emit(trace, steps)?;
-                Ok(Ok(()))
-            }
-            Err(reason) => Ok(Err(reason)),
-        }
-    }
-
-    fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
-        Ok(())
+        out.emit_or_reject(convert(value, &fallback_id))
     }
 }
 

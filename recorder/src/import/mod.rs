@@ -622,6 +622,17 @@ impl Output<'_> {
     ///
     /// Redaction happens here, before anything is handed over; so does the counting of failed
     /// calls, calls without a result and traces without calls.
+    /// Emit a record's trace, or reject the record with the reason it could not be read.
+    pub fn emit_or_reject(
+        &mut self,
+        converted: std::result::Result<(ObservedTrace, Vec<ObservedStep>), String>,
+    ) -> Result<std::result::Result<(), String>> {
+        match converted {
+            Ok((trace, steps)) => self.emit(trace, steps).map(Ok),
+            Err(reason) => Ok(Err(reason)),
+        }
+    }
+
     pub fn emit(&mut self, mut trace: ObservedTrace, mut steps: Vec<ObservedStep>) -> Result<()> {
         let trace_id = self.admit(&mut trace);
         self.report.redacted += self.redaction.redact_trace_counting(&mut trace);

@@ -48,8 +48,11 @@ pub(crate) trait Handler {
         record_parsed_line(self, out, at, text)
     }
 
-    /// Called once after the last record, to hand over what is still held.
-    fn finish(&mut self, out: &mut Output<'_>) -> Result<()>;
+    /// Called once after the last record, to hand over what is still held. The default, for
+    /// formats whose every record is whole traces, holds nothing.
+    fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The general way to take one JSON Lines line: parse it into a `Value`, hand that to `record`.

@@ -42,17 +42,7 @@ impl RecordHandler for SweAgentHandler {
         _at: Position,
         value: Value,
     ) -> Result<Result<(), String>> {
-        match swe_agent_trace(value, &out.stem) {
-            Ok((trace, steps)) => {
-                out.emit(trace, steps)?;
-                Ok(Ok(()))
-            }
-            Err(reason) => Ok(Err(reason)),
-        }
-    }
-
-    fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
-        Ok(())
+        out.emit_or_reject(swe_agent_trace(value, &out.stem))
     }
 }
 

@@ -82,10 +82,6 @@ impl RecordHandler for Handler {
         }
         Ok(Ok(()))
     }
-
-    fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
-        Ok(())
-    }
 }
 
 /// Each task's gold actions, by task id.

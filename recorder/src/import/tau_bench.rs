@@ -38,10 +38,6 @@ impl RecordHandler for Handler {
             Err(reason) => Ok(Err(reason)),
         }
     }
-
-    fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
-        Ok(())
-    }
 }
 
 fn convert(

@@ -37,17 +37,7 @@ impl RecordHandler for Handler {
         _at: Position,
         value: Value,
     ) -> Result<Result<(), String>> {
-        match convert(value, &out.stem) {
-            Ok((trace, steps)) => {
-                out.emit(trace, steps)?;
-                Ok(Ok(()))
-            }
-            Err(reason) => Ok(Err(reason)),
-        }
-    }
-
-    fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
-        Ok(())
+        out.emit_or_reject(convert(value, &out.stem))
     }
 }
 

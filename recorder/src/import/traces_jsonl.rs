@@ -60,10 +60,6 @@ impl RecordHandler for Handler {
             None => record_parsed_line(self, out, at, text),
         }
     }
-
-    fn finish(&mut self, _out: &mut Output<'_>) -> Result<()> {
-        Ok(())
-    }
 }
 
 impl Handler {
