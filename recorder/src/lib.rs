@@ -10,6 +10,8 @@
 //! - [`capture`]: the [`TraceRecorder`](capture::TraceRecorder), which records tool calls from a
 //!   running program through a background writer, redacting secrets first.
 //! - [`import`]: importers for the logs agents already write.
+//! - `otlp`: OpenTelemetry trace exports (GenAI and OpenInference tool spans) read as tool calls
+//!   (feature `otlp`, on by default).
 //! - [`stats`]: per-tool statistics computed with polars.
 //!
 //! ```
@@ -34,6 +36,8 @@ pub mod capture;
 pub mod error;
 pub mod import;
 pub mod model;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 #[cfg(feature = "polars")]
 pub mod stats;
 pub mod store;

@@ -4,6 +4,7 @@
 
 mod candidates;
 mod cli;
+mod collect;
 mod executor;
 mod outputs;
 mod readme;
