@@ -12,6 +12,7 @@
 //! - [`import`]: importers for the logs agents already write.
 //! - `otlp`: OpenTelemetry trace exports (GenAI and OpenInference tool spans) read as tool calls
 //!   (feature `otlp`, on by default).
+//! - [`export`]: event logs for process-mining tools (XES, OCEL 2.0 JSON).
 //! - [`stats`]: per-tool statistics computed with polars.
 //!
 //! ```
@@ -34,6 +35,7 @@
 
 pub mod capture;
 pub mod error;
+pub mod export;
 pub mod import;
 pub mod model;
 #[cfg(feature = "otlp")]

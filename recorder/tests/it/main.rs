@@ -3,7 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod capture;
+mod export;
 mod import;
+mod otlp;
 mod parquet;
 mod sqlite;
 mod workspace;
