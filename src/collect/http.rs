@@ -70,7 +70,7 @@ async fn export(request: Request<Incoming>, shared: &Arc<Shared>) -> Answer {
     }
     let encoding = match content_type(&request) {
         Ok(encoding) => encoding,
-        Err(answer) => return answer,
+        Err(answer) => return *answer,
     };
     let gzip = match request
         .headers()
@@ -109,7 +109,7 @@ async fn export(request: Request<Incoming>, shared: &Arc<Shared>) -> Answer {
     let decoded = tokio::task::spawn_blocking(move || decode(&body, gzip, encoding, limit)).await;
     let (traces, spans, rejected) = match decoded {
         Ok(Ok(decoded)) => decoded,
-        Ok(Err(answer)) => return answer,
+        Ok(Err(answer)) => return *answer,
         Err(error) => return text(StatusCode::INTERNAL_SERVER_ERROR, &error.to_string()),
     };
     let steps: usize = traces.iter().map(|t| t.steps.len()).sum();
@@ -180,7 +180,12 @@ async fn drain(mut body: Incoming, limit: usize) {
 /// be read.
 type Decoded = (Vec<AssembledTrace>, u64, Vec<otlp::SpanReject>);
 
-fn decode(body: &[u8], gzip: bool, encoding: Encoding, limit: usize) -> Result<Decoded, Answer> {
+fn decode(
+    body: &[u8],
+    gzip: bool,
+    encoding: Encoding,
+    limit: usize,
+) -> Result<Decoded, Box<Answer>> {
     let inflated;
     let body = if gzip {
         let mut out = Vec::new();
@@ -189,17 +194,21 @@ fn decode(body: &[u8], gzip: bool, encoding: Encoding, limit: usize) -> Result<D
             .take(cap)
             .read_to_end(&mut out)
         {
-            return Err(text(StatusCode::BAD_REQUEST, &format!("not gzip: {error}")));
+            return Err(Box::new(text(
+                StatusCode::BAD_REQUEST,
+                &format!("not gzip: {error}"),
+            )));
         }
         if out.len() > limit {
-            return Err(too_large(limit));
+            return Err(Box::new(too_large(limit)));
         }
         inflated = out;
         &inflated[..]
     } else {
         body
     };
-    let request = otlp::decode(body, encoding).map_err(|e| text(StatusCode::BAD_REQUEST, &e))?;
+    let request =
+        otlp::decode(body, encoding).map_err(|e| Box::new(text(StatusCode::BAD_REQUEST, &e)))?;
     let extracted = otlp::extract(request);
     let (traces, _) = otlp::assemble(extracted.tool_spans);
     Ok((traces, extracted.spans, extracted.rejects))
@@ -278,7 +287,7 @@ fn release_now(shared: &Shared, ids: &[String], stored: bool) {
         .release(ids.iter().map(String::as_str), stored);
 }
 
-fn content_type(request: &Request<Incoming>) -> Result<Encoding, Answer> {
+fn content_type(request: &Request<Incoming>) -> Result<Encoding, Box<Answer>> {
     let value = request
         .headers()
         .get(CONTENT_TYPE)
@@ -292,10 +301,10 @@ fn content_type(request: &Request<Incoming>) -> Result<Encoding, Answer> {
     } else if media.eq_ignore_ascii_case("application/json") {
         Ok(Encoding::Json)
     } else {
-        Err(text(
+        Err(Box::new(text(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "content-type must be application/x-protobuf or application/json",
-        ))
+        )))
     }
 }
 

@@ -192,9 +192,4 @@ impl TraceTable {
             self.known.remove(&id);
         }
     }
-
-    /// Traces known now.
-    pub fn len(&self) -> usize {
-        self.known.len()
-    }
 }

@@ -280,9 +280,8 @@ fn read_framed_protobuf(
     let mut record = 0u64;
     loop {
         let mut length = [0u8; 4];
-        match read_exact_or_eof(&mut reader, &mut length).map_err(io_error)? {
-            false => return Ok(()),
-            true => {}
+        if !read_exact_or_eof(&mut reader, &mut length).map_err(io_error)? {
+            return Ok(());
         }
         record += 1;
         let length = u32::from_be_bytes(length) as usize;

@@ -21,7 +21,7 @@ pub(crate) fn hex_id<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u
 
 fn decode_hex(text: &str) -> Option<Vec<u8>> {
     let bytes = text.as_bytes();
-    if bytes.len() % 2 != 0 {
+    if !bytes.len().is_multiple_of(2) {
         return None;
     }
     bytes
