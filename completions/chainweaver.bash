@@ -22,6 +22,9 @@ _chainweaver() {
             chainweaver,candidates)
                 cmd="chainweaver__subcmd__candidates"
                 ;;
+            chainweaver,collect)
+                cmd="chainweaver__subcmd__collect"
+                ;;
             chainweaver,completions)
                 cmd="chainweaver__subcmd__completions"
                 ;;
@@ -138,6 +141,9 @@ _chainweaver() {
                 ;;
             chainweaver__subcmd__help,candidates)
                 cmd="chainweaver__subcmd__help__subcmd__candidates"
+                ;;
+            chainweaver__subcmd__help,collect)
+                cmd="chainweaver__subcmd__help__subcmd__collect"
                 ;;
             chainweaver__subcmd__help,completions)
                 cmd="chainweaver__subcmd__help__subcmd__completions"
@@ -302,7 +308,7 @@ _chainweaver() {
 
     case "${cmd}" in
         chainweaver)
-            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help"
+            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -600,6 +606,36 @@ _chainweaver() {
                 return 0
             fi
             case "${prev}" in
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__collect)
+            opts="-q -h -V --listen --max-queued-spans --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --listen)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-queued-spans)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --store)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -998,7 +1034,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help)
-            opts="analyze import mine patterns candidates verify verdicts traces tui datasets run flows replay completions help"
+            opts="analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1070,6 +1106,20 @@ _chainweaver() {
         chainweaver__subcmd__help__subcmd__candidates__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__collect)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1790,7 +1840,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__traces__subcmd__export)
-            opts="-o -q -h -V --output --store --format --quiet --help --version"
+            opts="-o -q -h -V --output --as --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1802,6 +1852,10 @@ _chainweaver() {
                     ;;
                 -o)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --as)
+                    COMPREPLY=($(compgen -W "jsonl xes ocel" -- "${cur}"))
                     return 0
                     ;;
                 --store)

@@ -120,6 +120,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The trace receiver could not listen on its address.
+    #[error("cannot listen on {address}: {source}")]
+    Listen {
+        address: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] chainweaver_recorder::RecorderError),
@@ -196,6 +203,7 @@ impl Error {
             Error::BlockingInAsync => "blocking_in_async",
             Error::Runtime(_) => "runtime",
             Error::Io { .. } => "io",
+            Error::Listen { .. } => "listen",
             Error::Store(_) => "store",
             Error::Analyzer(_) => "mine",
             Error::ImportStopped { .. } => "import",

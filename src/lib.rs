@@ -21,6 +21,7 @@ pub use chainweaver_analyzer as analyzer;
 pub use chainweaver_recorder as recorder;
 
 pub mod chain_tool;
+pub mod collect;
 pub mod error;
 pub mod executor;
 pub mod flow;

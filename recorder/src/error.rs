@@ -57,6 +57,10 @@ pub enum RecorderError {
     Stats(String),
     #[error("the recorder's background writer stopped: {0}")]
     WriterGone(String),
+    /// Rows handed to the writer together were not all stored (the batch holding them failed,
+    /// or a row of it was invalid).
+    #[error("rows were not stored: {0}")]
+    NotStored(String),
     #[error(
         "the recorder dropped {steps} steps and {traces} trace rows after {attempts} failed commits: {source}"
     )]

@@ -10,6 +10,9 @@
 //! - [`capture`]: the [`TraceRecorder`](capture::TraceRecorder), which records tool calls from a
 //!   running program through a background writer, redacting secrets first.
 //! - [`import`]: importers for the logs agents already write.
+//! - `otlp`: OpenTelemetry trace exports (GenAI and OpenInference tool spans) read as tool calls
+//!   (feature `otlp`, on by default).
+//! - [`export`]: event logs for process-mining tools (XES, OCEL 2.0 JSON).
 //! - [`stats`]: per-tool statistics computed with polars.
 //!
 //! ```
@@ -32,8 +35,11 @@
 
 pub mod capture;
 pub mod error;
+pub mod export;
 pub mod import;
 pub mod model;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 #[cfg(feature = "polars")]
 pub mod stats;
 pub mod store;

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod analyze;
+mod collect;
 mod completions;
 mod datasets;
 mod document;
@@ -141,6 +142,8 @@ pub enum Command {
     /// Verdicts of verified candidates: list, show.
     #[command(subcommand)]
     Verdicts(verify::VerdictsCommand),
+    /// Receive OpenTelemetry traces over OTLP/HTTP and store their tool calls.
+    Collect(collect::CollectArgs),
     /// Inspect stored traces: list, show, stats, export, convert.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
@@ -220,6 +223,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Candidates(command) => mine::run_candidates(command, global),
         Command::Verify(args) => verify::run_verify(args, global),
         Command::Verdicts(command) => verify::run_verdicts(command, global),
+        Command::Collect(args) => collect::run(args, global),
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
         Command::Tui(args) => tui::run(args, global),

@@ -5,6 +5,7 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
 use anyhow::Context;
+use chainweaver_recorder::export::{LogFormat, LogWriter};
 use chainweaver_recorder::model::Timestamp;
 use chainweaver_recorder::stats::tool_stats;
 use chainweaver_recorder::store::{self, PageRequest, TraceFilter, TraceSort};
@@ -45,11 +46,18 @@ pub enum TracesCommand {
         #[command(flatten)]
         filter: FilterArgs,
     },
-    /// Write every trace as JSON Lines (one trace with its steps a line), readable by `import`.
+    /// Write every trace as JSON Lines (one trace with its steps a line, readable by `import`),
+    /// or as an event log for process-mining tools (PM4Py, ProM, Disco, Celonis): XES or
+    /// OCEL 2.0 JSON, one case per trace, one event per call, the tool as activity.
     Export {
         /// The file to write (`-` for standard output).
         #[arg(long, short)]
         output: PathBuf,
+        /// What to write: `jsonl`, `xes` or `ocel`. By default taken from the output's
+        /// extension (`.xes`, `.jsonocel` or `.ocel.json`), else `jsonl`. (`--format` is the
+        /// global table/JSON choice for what the command prints.)
+        #[arg(long = "as", value_enum, value_name = "LOG")]
+        log: Option<ExportAs>,
     },
     /// Copy every trace into another store: SQLite to Parquet or back, nothing lost.
     Convert {
@@ -104,6 +112,30 @@ impl FilterArgs {
                 None
             },
             min_duration_ms: self.min_duration_ms,
+        }
+    }
+}
+
+/// What `traces export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportAs {
+    /// ChainWeaver's own JSON Lines, lossless.
+    Jsonl,
+    /// XES (IEEE 1849).
+    Xes,
+    /// OCEL 2.0 JSON.
+    Ocel,
+}
+
+impl ExportAs {
+    fn for_output(output: &std::path::Path) -> Self {
+        let name = output.to_string_lossy().to_ascii_lowercase();
+        if name.ends_with(".xes") {
+            ExportAs::Xes
+        } else if name.ends_with(".jsonocel") || name.ends_with(".ocel.json") {
+            ExportAs::Ocel
+        } else {
+            ExportAs::Jsonl
         }
     }
 }
@@ -245,7 +277,8 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
                 table.render()
             })?;
         }
-        TracesCommand::Export { output } => {
+        TracesCommand::Export { output, log } => {
+            let log = log.unwrap_or_else(|| ExportAs::for_output(&output));
             let store = open_existing(&global.store)?;
             let total = store.counts()?;
             let bar = progress::bar(global, total.traces, "exporting");
@@ -257,17 +290,33 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
                 )?))
             };
             let mut written = 0u64;
-            store.for_each_trace(&mut |trace| {
-                serde_json::to_writer(&mut writer, &trace)
-                    .and_then(|()| writer.write_all(b"\n").map_err(serde_json::Error::io))
-                    .map_err(|err| chainweaver_recorder::RecorderError::Io {
-                        path: output.clone(),
-                        source: std::io::Error::other(err),
-                    })?;
-                written += 1;
-                bar.inc(1);
-                Ok(())
-            })?;
+            let event_log = match log {
+                ExportAs::Jsonl => None,
+                ExportAs::Xes => Some(LogFormat::Xes),
+                ExportAs::Ocel => Some(LogFormat::Ocel),
+            };
+            if let Some(format) = event_log {
+                let mut log_writer = LogWriter::new(format, &mut writer, &output)?;
+                store.for_each_trace(&mut |trace| {
+                    log_writer.write_trace(&trace)?;
+                    written += 1;
+                    bar.inc(1);
+                    Ok(())
+                })?;
+                log_writer.finish()?;
+            } else {
+                store.for_each_trace(&mut |trace| {
+                    serde_json::to_writer(&mut writer, &trace)
+                        .and_then(|()| writer.write_all(b"\n").map_err(serde_json::Error::io))
+                        .map_err(|err| chainweaver_recorder::RecorderError::Io {
+                            path: output.clone(),
+                            source: std::io::Error::other(err),
+                        })?;
+                    written += 1;
+                    bar.inc(1);
+                    Ok(())
+                })?;
+            }
             writer
                 .flush()
                 .with_context(|| format!("cannot write {}", output.display()))?;

@@ -4,6 +4,7 @@
 
 mod candidates;
 mod cli;
+mod collect;
 mod executor;
 mod import_cli;
 mod outputs;

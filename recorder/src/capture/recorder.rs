@@ -304,6 +304,37 @@ impl TraceRecorder {
         })
     }
 
+    /// Hand complete traces and steps to the writer as they are (ids, indices and times set by
+    /// the caller), for a source that receives finished calls rather than making them, such as
+    /// a trace receiver. They are redacted, batched and committed like every other row;
+    /// `committed` is called once, on the writer thread, when they are stored (`Ok`) or when
+    /// they, or rows of the same batch, could not be (`Err`), so a caller can acknowledge only
+    /// what is durable. Rows of traces that sampling leaves out are dropped here. Blocks while
+    /// the writer's queue is full.
+    pub fn submit(
+        &self,
+        mut traces: Vec<ObservedTrace>,
+        mut steps: Vec<ObservedStep>,
+        committed: impl FnOnce(Result<()>) + Send + 'static,
+    ) -> Result<()> {
+        let rate = self.inner.sample_rate;
+        let stats = &self.inner.shared.stats;
+        let before = steps.len();
+        traces.retain(|trace| rate.keeps(&trace.trace_id));
+        steps.retain(|step| rate.keeps(&step.trace_id));
+        stats
+            .steps_sampled_out
+            .fetch_add((before - steps.len()) as u64, Ordering::Relaxed);
+        stats
+            .steps_recorded
+            .fetch_add(steps.len() as u64, Ordering::Relaxed);
+        self.inner.send(Command::Rows {
+            traces,
+            steps,
+            committed: Box::new(committed),
+        })
+    }
+
     /// Wait until everything sent before this call is committed. Returns the writer's
     /// unreported error, if any (a failed or dropped batch).
     pub fn flush(&self) -> Result<()> {

@@ -28,11 +28,21 @@ pub(crate) enum Command {
     Trace(Box<ObservedTrace>),
     /// A finished step.
     Step(Box<ObservedStep>),
+    /// Complete rows handed over together, told once they are committed.
+    Rows {
+        traces: Vec<ObservedTrace>,
+        steps: Vec<ObservedStep>,
+        committed: Committed,
+    },
     /// Commit everything received so far, then answer with the pending error, if any.
     Flush(Sender<Result<()>>),
     /// Commit everything and stop.
     Shutdown,
 }
+
+/// Called once with the outcome of rows handed over with [`Command::Rows`]: `Ok` when they are
+/// committed, an error when they (or rows committed with them) were not stored.
+pub type Committed = Box<dyn FnOnce(Result<()>) + Send>;
 
 /// How the writer batches and retries.
 #[derive(Debug, Clone)]
@@ -58,6 +68,10 @@ struct Batch {
     attempts: u32,
     /// No commit before this instant (set after a failure), except on flush or shutdown.
     retry_at: Option<Instant>,
+    /// Who waits to hear that rows of this batch are committed.
+    waiting: Vec<Committed>,
+    /// Why rows of this batch were dropped as invalid, told to `waiting` after the commit.
+    dropped: Option<String>,
 }
 
 impl Batch {
@@ -86,7 +100,33 @@ impl Batch {
         self.steps.push(step);
     }
 
+    fn add_rows(
+        &mut self,
+        traces: Vec<ObservedTrace>,
+        steps: Vec<ObservedStep>,
+        committed: Committed,
+    ) {
+        for trace in traces {
+            self.add_trace(trace);
+        }
+        self.opened_at.get_or_insert_with(Instant::now);
+        self.steps.extend(steps);
+        self.waiting.push(committed);
+    }
+
+    /// Tell everyone waiting on this batch how it went: `lost` says why rows were not stored.
+    fn settle(&mut self, lost: Option<String>) {
+        let lost = lost.or_else(|| self.dropped.take());
+        for committed in self.waiting.drain(..) {
+            committed(
+                lost.clone()
+                    .map_or(Ok(()), |why| Err(RecorderError::NotStored(why))),
+            );
+        }
+    }
+
     fn clear(&mut self) {
+        self.settle(None);
         *self = Batch::default();
     }
 
@@ -173,6 +213,11 @@ impl Writer {
                     self.settings.redaction.redact_step(&mut step);
                     self.batch.add_step(*step);
                 }
+                Ok(Command::Rows {
+                    traces,
+                    steps,
+                    committed,
+                }) => self.add_rows(traces, steps, committed),
                 Ok(Command::Flush(reply)) => {
                     self.commit();
                     // The caller may have stopped waiting; nothing to do then.
@@ -208,6 +253,21 @@ impl Writer {
         })
     }
 
+    fn add_rows(
+        &mut self,
+        mut traces: Vec<ObservedTrace>,
+        mut steps: Vec<ObservedStep>,
+        committed: Committed,
+    ) {
+        for trace in &mut traces {
+            self.settings.redaction.redact_trace(trace);
+        }
+        for step in &mut steps {
+            self.settings.redaction.redact_step(step);
+        }
+        self.batch.add_rows(traces, steps, committed);
+    }
+
     fn may_retry_now(&self) -> bool {
         self.batch.retry_at.is_none_or(|at| Instant::now() >= at)
     }
@@ -238,6 +298,7 @@ impl Writer {
                         .commit_failures
                         .fetch_add(1, Ordering::Relaxed);
                     if let Some((traces, steps)) = self.batch.remove_rejected(&error) {
+                        self.batch.dropped.get_or_insert_with(|| error.to_string());
                         self.discarded(traces, steps, 1, error);
                         continue;
                     }
@@ -246,6 +307,7 @@ impl Writer {
                         let traces = self.batch.traces.len() as u64;
                         let steps = self.batch.steps.len() as u64;
                         let attempts = self.batch.attempts;
+                        self.batch.settle(Some(error.to_string()));
                         self.batch.clear();
                         self.discarded(traces, steps, attempts, error);
                     } else {
@@ -287,6 +349,11 @@ impl Writer {
                     self.settings.redaction.redact_step(&mut step);
                     self.batch.add_step(*step);
                 }
+                Command::Rows {
+                    traces,
+                    steps,
+                    committed,
+                } => self.add_rows(traces, steps, committed),
                 Command::Flush(reply) => replies.push(reply),
                 Command::Shutdown => {}
             }

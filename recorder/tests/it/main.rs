@@ -4,9 +4,11 @@
 
 mod agent_logs;
 mod capture;
+mod export;
 mod import;
 mod import_fuzz;
 mod import_redaction;
+mod otlp;
 mod parquet;
 mod sqlite;
 mod workspace;
