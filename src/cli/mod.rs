@@ -111,7 +111,8 @@ pub enum Command {
     /// Formats: claude-code (session JSONL, subagents included), codex-rollout (Codex CLI rollouts),
     /// openai-responses (Responses API items), openai-messages (chat messages and their variants),
     /// anthropic-messages, tau2-bench, tau-bench, swe-agent (.traj), mini-swe-agent, openhands
-    /// (event streams), toolbench (answer files), chainweaver-jsonl, chainweaver-traces (the
+    /// (event streams), toolbench (answer files), otlp (OpenTelemetry trace exports: JSON, or
+    /// protobuf as `.pb` or when named), chainweaver-jsonl, chainweaver-traces (the
     /// `traces export` output), chainweaver-events, execution-result, spmf.
     ///
     /// Folders are read recursively. Every file gets a line in the report: its format, traces

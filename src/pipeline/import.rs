@@ -23,7 +23,7 @@ use super::{Progress, Unit};
 use crate::error::{Error, Result};
 
 /// File name extensions a folder's log files have. Files with others are listed as skipped.
-pub const LOG_EXTENSIONS: [&str; 6] = ["json", "jsonl", "ndjson", "txt", "traj", "spmf"];
+pub const LOG_EXTENSIONS: [&str; 7] = ["json", "jsonl", "ndjson", "txt", "traj", "spmf", "pb"];
 
 /// What to import.
 #[derive(Debug, Clone)]

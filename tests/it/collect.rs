@@ -148,10 +148,23 @@ fn spans_sent_live_by_the_python_sdk_and_exported_to_a_file_give_the_same_traces
     .unwrap();
     drop(store);
 
+    // `import` detects the export and stores the same.
+    let out = crate::chainweaver(
+        dir.path(),
+        &["--store", "imported.db", "import", file.to_str().unwrap()],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("otlp"));
+
     let from_live = contents(&live);
     let from_file = contents(&imported);
     assert_eq!(from_live.len(), 6);
     assert_eq!(from_live, from_file);
+    assert_eq!(contents(&dir.path().join("imported.db")), from_file);
     let calls: usize = from_live.values().map(|(_, steps)| steps.len()).sum();
     assert_eq!(calls as u64, summary["calls"].as_u64().unwrap());
 }

@@ -187,6 +187,9 @@ pub(crate) fn classify(record: &Value, prefix: &[u8]) -> Result<ImportFormat, St
         ));
     };
     let has = |key: &str| map.contains_key(key);
+    if has("resourceSpans") || has("resource_spans") {
+        return Ok(ImportFormat::Otlp);
+    }
     if let Some(format) = classify_agent_log(map, prefix) {
         return Ok(format);
     }

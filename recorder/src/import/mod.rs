@@ -23,6 +23,7 @@
 //! | `mini-swe-agent` | mini-swe-agent messages: shell commands in fenced blocks of the assistant's text | file | the next user message |
 //! | `openhands` | OpenHands event streams: actions with `tool_call_metadata`, observations with `cause` | file | `cause`, else `tool_call_id` |
 //! | `toolbench` | ToolBench answer files: the last `train_messages` conversation (legacy `function_call`) | file (query) | order (`role: function`) |
+//! | `otlp` | OpenTelemetry trace exports (JSON, JSON Lines, protobuf as `.pb` or named): GenAI and OpenInference tool spans | conversation, else trace id | the span |
 //! | `chainweaver-jsonl` | one tool call a line: `trace_id`, `tool`/`tool_name`, `inputs`, `outputs`, ... | `trace_id` | - |
 //! | `chainweaver-traces` | ChainWeaver's own lossless export: one trace with its steps a line | line | - |
 //! | `chainweaver-events` | agent-trace events: `session_id`, `event`, `tool`, `args`, `result_status`, `latency_ms`, ... | `session_id` | - |
@@ -48,6 +49,7 @@ mod detect;
 mod execution_result;
 mod messages;
 mod openhands;
+mod otlp_file;
 pub mod pyliteral;
 mod records;
 mod responses;
@@ -110,11 +112,14 @@ pub enum ImportFormat {
     Openhands,
     /// ToolBench answer files.
     Toolbench,
+    /// OpenTelemetry trace exports (OTLP JSON, JSON Lines or protobuf): GenAI `execute_tool`
+    /// and OpenInference `TOOL` spans.
+    Otlp,
 }
 
 impl ImportFormat {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [ImportFormat; 16] = [
+    pub const ALL: [ImportFormat; 17] = [
         ImportFormat::ChainweaverJsonl,
         ImportFormat::ChainweaverTraces,
         ImportFormat::ChainweaverEvents,
@@ -131,6 +136,7 @@ impl ImportFormat {
         ImportFormat::MiniSweAgent,
         ImportFormat::Openhands,
         ImportFormat::Toolbench,
+        ImportFormat::Otlp,
     ];
 
     /// The name `--format` takes and reports print.
@@ -152,6 +158,7 @@ impl ImportFormat {
             ImportFormat::MiniSweAgent => "mini-swe-agent",
             ImportFormat::Openhands => "openhands",
             ImportFormat::Toolbench => "toolbench",
+            ImportFormat::Otlp => "otlp",
         }
     }
 }
@@ -342,6 +349,9 @@ pub fn import_path(
     sink: &mut dyn FnMut(ImportBatch) -> Result<()>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<ImportReport> {
+    if otlp_file::is_otlp(path, options)? {
+        return otlp_file::import(path, options, sink);
+    }
     run_import(
         path,
         options,
@@ -371,6 +381,14 @@ pub fn import_path_raw(
     sink: &mut dyn FnMut(RawImportBatch) -> Result<()>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<ImportReport> {
+    if otlp_file::is_otlp(path, options)? {
+        return otlp_file::import(path, options, &mut |batch: ImportBatch| {
+            sink(RawImportBatch {
+                steps: RawSteps::from(&batch.steps[..]),
+                traces: batch.traces,
+            })
+        });
+    }
     run_import(
         path,
         options,
@@ -571,6 +589,14 @@ fn parse_file(
         ImportFormat::Openhands => {
             let mut handler = openhands::Handler::default();
             records::read(layout, &mut out, &mut handler)?;
+        }
+        // Read by `otlp_file` before a parsing thread starts.
+        ImportFormat::Otlp => {
+            return Err(RecorderError::Import {
+                path: out.path.clone(),
+                line: 0,
+                message: "OTLP exports are read by the OTLP reader".into(),
+            });
         }
         ImportFormat::Toolbench => {
             let mut handler = toolbench::Handler;
