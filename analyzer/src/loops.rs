@@ -479,59 +479,8 @@ fn loop_flow(
             (dropped, mappings, &mut dag.input_schema)
         }
     };
-    let still_used = |name: &str| {
-        steps_mappings
-            .iter()
-            .any(|m| m.values().any(|v| v.as_str() == Some(name)))
-    };
-    if let Some(Value::Object(schema)) = input_schema {
-        if let Some(Value::Object(properties)) = schema.get_mut("properties") {
-            for name in dropped_inputs.iter().filter(|n| !still_used(n)) {
-                properties.remove(name);
-            }
-            // The template saw the occurrences of one loop count only: values it listed as
-            // the only ones seen say nothing about the runs of other counts.
-            for property in properties.values_mut() {
-                if let Value::Object(property) = property {
-                    property.remove("enum");
-                }
-            }
-            if let Some(name) = select_input {
-                properties.insert(
-                    name.to_string(),
-                    json!({"type": "array", "items": {"type": "integer", "minimum": 0},
-                        "description": "indexes of the list elements to run the map step for"}),
-                );
-            }
-        }
-        if let Some(Value::Array(required)) = schema.get_mut("required") {
-            required.retain(|r| {
-                r.as_str()
-                    .is_none_or(|n| !dropped_inputs.iter().any(|d| d == n) || still_used(n))
-            });
-            if let Some(name) = select_input {
-                required.push(Value::String(name.to_string()));
-            }
-        }
-    }
-    let description = format!(
-        "Mined: {} with a map step ({}).",
-        template.tools[..run.start]
-            .iter()
-            .chain(std::iter::once(&format!(
-                "each {}",
-                template.tools[run.start]
-            )))
-            .chain(template.tools[end..].iter())
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(" -> "),
-        if select_input.is_some() {
-            "the agent's selection is an input"
-        } else {
-            "over the whole list"
-        }
-    );
+    rewrite_input_schema(input_schema, &dropped_inputs, &steps_mappings, select_input);
+    let description = loop_description(template, run, select_input.is_some());
     match flow {
         FlowDefinition::Linear(f) => {
             f.description = description;
@@ -545,6 +494,74 @@ fn loop_flow(
         }
     }
     Some(())
+}
+
+/// The loop flow's input schema: the flow inputs only the run's list fields took are gone, the
+/// selection input (if any) is added, and no property keeps an `enum`: the template saw the
+/// occurrences of one loop count only, so the values it listed say nothing about other runs.
+fn rewrite_input_schema(
+    input_schema: &mut Option<Value>,
+    dropped_inputs: &[String],
+    steps_mappings: &[Map<String, Value>],
+    select_input: Option<&str>,
+) {
+    let still_used = |name: &str| {
+        steps_mappings
+            .iter()
+            .any(|m| m.values().any(|v| v.as_str() == Some(name)))
+    };
+    let Some(Value::Object(schema)) = input_schema else {
+        return;
+    };
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for name in dropped_inputs.iter().filter(|n| !still_used(n)) {
+            properties.remove(name);
+        }
+        for property in properties.values_mut() {
+            if let Value::Object(property) = property {
+                property.remove("enum");
+            }
+        }
+        if let Some(name) = select_input {
+            properties.insert(
+                name.to_string(),
+                json!({"type": "array", "items": {"type": "integer", "minimum": 0},
+                    "description": "indexes of the list elements to run the map step for"}),
+            );
+        }
+    }
+    if let Some(Value::Array(required)) = schema.get_mut("required") {
+        required.retain(|r| {
+            r.as_str()
+                .is_none_or(|n| !dropped_inputs.iter().any(|d| d == n) || still_used(n))
+        });
+        if let Some(name) = select_input {
+            required.push(Value::String(name.to_string()));
+        }
+    }
+}
+
+/// The loop flow's description: its steps, the map step as `each TOOL`.
+fn loop_description(template: &Candidate, run: &Run, selected: bool) -> String {
+    let end = run.start + run.len;
+    let steps: Vec<String> = template.tools[..run.start]
+        .iter()
+        .cloned()
+        .chain(std::iter::once(format!(
+            "each {}",
+            template.tools[run.start]
+        )))
+        .chain(template.tools[end..].iter().cloned())
+        .collect();
+    format!(
+        "Mined: {} with a map step ({}).",
+        steps.join(" -> "),
+        if selected {
+            "the agent's selection is an input"
+        } else {
+            "over the whole list"
+        }
+    )
 }
 
 /// What turns the run's first step into the map step, for either kind of flow step.
