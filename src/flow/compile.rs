@@ -568,23 +568,19 @@ fn check_map_pointer(
 ) -> Option<Value> {
     let tool = view.step.tool_name.as_str();
     let at = format!("{prefix}/for_each/{which}");
-    let tokens = match pointer_tokens(pointer) {
-        Ok(tokens) if !tokens.is_empty() => tokens,
-        Ok(_) => {
-            checker.push(
-                "invalid_json_pointer",
-                Severity::Error,
-                Some(view),
-                Some(tool),
-                Some(which),
-                at,
-                format!(
-                    "map step {} (`{tool}`): for_each.{which} must point at a field, not the whole context",
-                    view.id
-                ),
-            );
-            return None;
-        }
+    let problem = match pointer_tokens(pointer) {
+        Ok(tokens) if !tokens.is_empty() => Ok(tokens),
+        Ok(_) => Err(format!(
+            "map step {} (`{tool}`): for_each.{which} must point at a field, not the whole context",
+            view.id
+        )),
+        Err(message) => Err(format!(
+            "map step {} (`{tool}`), for_each.{which}: {message}",
+            view.id
+        )),
+    };
+    let tokens = match problem {
+        Ok(tokens) => tokens,
         Err(message) => {
             checker.push(
                 "invalid_json_pointer",
@@ -593,10 +589,7 @@ fn check_map_pointer(
                 Some(tool),
                 Some(which),
                 at,
-                format!(
-                    "map step {} (`{tool}`), for_each.{which}: {message}",
-                    view.id
-                ),
+                message,
             );
             return None;
         }

@@ -349,12 +349,14 @@ pub fn import_path(
     sink: &mut dyn FnMut(ImportBatch) -> Result<()>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<ImportReport> {
-    if otlp_file::is_otlp(path, options)? {
+    let detected = detect_once(path, options)?;
+    if detected.0 == ImportFormat::Otlp {
         return otlp_file::import(path, options, sink);
     }
     run_import(
         path,
         options,
+        detected,
         false,
         &mut |batch| match batch {
             Batch::Values(batch) => sink(batch),
@@ -381,7 +383,8 @@ pub fn import_path_raw(
     sink: &mut dyn FnMut(RawImportBatch) -> Result<()>,
     progress: &mut dyn FnMut(ImportProgress),
 ) -> Result<ImportReport> {
-    if otlp_file::is_otlp(path, options)? {
+    let detected = detect_once(path, options)?;
+    if detected.0 == ImportFormat::Otlp {
         return otlp_file::import(path, options, &mut |batch: ImportBatch| {
             sink(RawImportBatch {
                 steps: RawSteps::from(&batch.steps[..]),
@@ -392,6 +395,7 @@ pub fn import_path_raw(
     run_import(
         path,
         options,
+        detected,
         true,
         &mut |batch| match batch {
             Batch::Raw(raw) => sink(raw),
@@ -404,9 +408,23 @@ pub fn import_path_raw(
     )
 }
 
+/// The file's format and layout, told once: named, an OTLP protobuf export by its `.pb` name
+/// (binary, so nothing to probe), or detected from its first records.
+fn detect_once(path: &Path, options: &ImportOptions) -> Result<(ImportFormat, records::Layout)> {
+    Ok(match options.format {
+        Some(ImportFormat::Otlp) => (ImportFormat::Otlp, records::Layout::Lines),
+        Some(format) => (format, detect::detect_layout(path, format)?),
+        None if path.extension().is_some_and(|e| e == "pb") => {
+            (ImportFormat::Otlp, records::Layout::Lines)
+        }
+        None => detect::detect(path)?,
+    })
+}
+
 fn run_import(
     path: &Path,
     options: &ImportOptions,
+    (format, layout): (ImportFormat, records::Layout),
     raw: bool,
     sink: &mut dyn FnMut(Batch) -> Result<()>,
     progress: &mut dyn FnMut(ImportProgress),
@@ -417,10 +435,6 @@ fn run_import(
             source,
         })?
         .len();
-    let (format, layout) = match options.format {
-        Some(format) => (format, detect::detect_layout(path, format)?),
-        None => detect::detect(path)?,
-    };
     let (sender, receiver) = std::sync::mpsc::sync_channel::<Handover>(1);
     std::thread::scope(|scope| {
         let parser = scope.spawn(move || {

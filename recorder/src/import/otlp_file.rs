@@ -6,18 +6,6 @@ use std::path::Path;
 use super::{ImportBatch, ImportFormat, ImportOptions, ImportReport};
 use crate::error::Result;
 
-/// Whether `path` is read as an OTLP export: named so (`--input-format otlp`, the way to read a
-/// protobuf export), a `.pb` file, or a JSON export detected by its `resourceSpans`.
-pub(super) fn is_otlp(path: &Path, options: &ImportOptions) -> Result<bool> {
-    Ok(match options.format {
-        Some(format) => format == ImportFormat::Otlp,
-        None => {
-            path.extension().is_some_and(|e| e == "pb")
-                || matches!(super::detect::detect(path), Ok((ImportFormat::Otlp, _)))
-        }
-    })
-}
-
 #[cfg(feature = "otlp")]
 pub(super) fn import(
     path: &Path,
