@@ -15,7 +15,10 @@
 //!    of the time, is folded into it. One that mostly occurs on its own stays a proposal.
 //!
 //! Occurrences are counted on the tool sequences alone (no payloads), at the level of runs: a
-//! trace `a b b b c` is the runs `a`, `b x3`, `c`.
+//! trace `a b b b c` is the runs `a`, `b x3`, `c`. Candidates mined with gaps fold the same
+//! way when [`FoldConfig::max_gap`] says the gap they were mined with: their occurrences are
+//! then matched call by call with up to that many other calls between two of them, and a part
+//! sits inside a longer behaviour as a subsequence of its steps.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -28,11 +31,17 @@ pub struct FoldConfig {
     /// A part is folded into a longer behaviour when at least this share of its occurrences lie
     /// inside one of the longer behaviour's (default 0.8).
     pub inside_share: f64,
+    /// The gap gapped candidates were mined with (0: none were, and a gapped candidate keeps
+    /// a behaviour of its own).
+    pub max_gap: usize,
 }
 
 impl Default for FoldConfig {
     fn default() -> Self {
-        Self { inside_share: 0.8 }
+        Self {
+            inside_share: 0.8,
+            max_gap: 0,
+        }
     }
 }
 
@@ -41,7 +50,8 @@ impl Default for FoldConfig {
 pub struct FoldInput<'a> {
     pub id: &'a str,
     pub tools: &'a [String],
-    /// Gapped candidates keep their own behaviour (their occurrences are not contiguous).
+    /// Mined with gaps: folded with [`FoldConfig::max_gap`], or kept as its own behaviour
+    /// when that is 0.
     pub gapped: bool,
     /// The step that is a map step (a loop candidate): it stands for a run of calls, and the
     /// candidate leads the behaviour its loop counts fold into.
@@ -64,6 +74,7 @@ pub(crate) fn runs<T: PartialEq + Clone>(items: &[T]) -> Vec<(T, usize)> {
 struct Group {
     shape: Vec<ShapeStep>,
     variants: Vec<BehaviourVariant>,
+    /// Kept as its own behaviour (gapped, with no gap to fold with).
     gapped: bool,
     /// Led by a loop candidate.
     looped: bool,
@@ -75,9 +86,9 @@ pub fn fold(
     sequences: &ToolSequences,
     config: &FoldConfig,
 ) -> Vec<Behaviour> {
-    let mut groups = loop_groups(candidates);
+    let mut groups = loop_groups(candidates, config.max_gap > 0);
     merge_first_steps(&mut groups);
-    let runs_of = TraceRuns::new(sequences);
+    let runs_of = TraceRuns::with_gap(sequences, config.max_gap);
     fold_parts(&mut groups, &runs_of, config);
     let mut names: HashMap<String, usize> = HashMap::new();
     groups
@@ -101,11 +112,16 @@ pub fn fold(
         .collect()
 }
 
-/// Move 1: candidates with the same collapsed sequence, the best-ranked one leading.
-fn loop_groups(candidates: &[FoldInput<'_>]) -> Vec<Group> {
+/// Move 1: candidates with the same collapsed sequence, the best-ranked one leading
+/// (`fold_gapped`: gapped candidates fold too).
+fn loop_groups(candidates: &[FoldInput<'_>], fold_gapped: bool) -> Vec<Group> {
     let mut groups: Vec<Group> = Vec::new();
     let mut by_key: HashMap<Vec<String>, usize> = HashMap::new();
-    for candidate in candidates {
+    for input in candidates {
+        let candidate = &FoldInput {
+            gapped: input.gapped && !fold_gapped,
+            ..*input
+        };
         let collapsed = runs(candidate.tools);
         let key: Vec<String> = collapsed.iter().map(|(tool, _)| tool.clone()).collect();
         let existing = if candidate.gapped {
@@ -233,7 +249,7 @@ fn fold_parts(groups: &mut Vec<Group>, runs_of: &TraceRuns<'_>, config: &FoldCon
             if big == small || groups[big].gapped || !longer {
                 continue;
             }
-            if !contains_shape(&groups[big].shape, &groups[small].shape) {
+            if !contains_shape(&groups[big].shape, &groups[small].shape, runs_of.max_gap) {
                 continue;
             }
             let share = runs_of.inside_share(&groups[small].shape, &groups[big].shape);
@@ -270,15 +286,24 @@ fn fold_parts(groups: &mut Vec<Group>, runs_of: &TraceRuns<'_>, config: &FoldCon
     groups.retain(|group| !group.variants.is_empty());
 }
 
-/// True when `small`'s steps appear in `big` as a contiguous run of steps, each of `small`'s
-/// tools allowed where `big` allows it.
-fn contains_shape(big: &[ShapeStep], small: &[ShapeStep]) -> bool {
-    big.windows(small.len()).any(|window| {
-        window
-            .iter()
-            .zip(small)
-            .all(|(b, s)| s.tools.iter().all(|tool| b.tools.contains(tool)))
-    })
+/// True when `small`'s steps appear in `big` in order, with at most `max_gap` of `big`'s
+/// steps between two of them (0: a contiguous run of steps), each of `small`'s tools allowed
+/// where `big` allows it.
+fn contains_shape(big: &[ShapeStep], small: &[ShapeStep], max_gap: usize) -> bool {
+    fn fits(b: &ShapeStep, s: &ShapeStep) -> bool {
+        s.tools.iter().all(|tool| b.tools.contains(tool))
+    }
+    fn rest(big: &[ShapeStep], small: &[ShapeStep], from: usize, max_gap: usize) -> bool {
+        let Some((first, others)) = small.split_first() else {
+            return true;
+        };
+        (from..big.len().min(from + 1 + max_gap))
+            .any(|b| fits(&big[b], first) && rest(big, others, b + 1, max_gap))
+    }
+    let Some((first, others)) = small.split_first() else {
+        return true;
+    };
+    (0..big.len()).any(|b| fits(&big[b], first) && rest(big, others, b + 1, max_gap))
 }
 
 /// A behaviour's display name: its steps (the first and last when there are more than three),
@@ -305,10 +330,29 @@ pub struct TraceRuns<'a> {
     sequences: &'a ToolSequences,
     /// Per trace: (tool, first position, length) of each run.
     runs: Vec<Vec<(u32, usize, usize)>>,
+    /// Other calls allowed between two calls of an occurrence (0: runs back to back).
+    max_gap: usize,
 }
 
+/// One occurrence of a shape in a trace.
+struct Found {
+    /// Where it starts and ends, comparable between occurrences of one trace (runs when
+    /// contiguous, calls when gapped), both ends included.
+    span: (usize, usize),
+    /// The positions of its calls.
+    calls: Vec<usize>,
+}
+
+type IndexedShape = Vec<(BTreeSet<u32>, bool)>;
+
 impl<'a> TraceRuns<'a> {
+    /// Occurrences back to back.
     pub fn new(sequences: &'a ToolSequences) -> Self {
+        Self::with_gap(sequences, 0)
+    }
+
+    /// Occurrences with up to `max_gap` other calls between two of their calls.
+    pub fn with_gap(sequences: &'a ToolSequences, max_gap: usize) -> Self {
         let runs = sequences
             .sequences
             .iter()
@@ -323,12 +367,16 @@ impl<'a> TraceRuns<'a> {
                 out
             })
             .collect();
-        Self { sequences, runs }
+        Self {
+            sequences,
+            runs,
+            max_gap,
+        }
     }
 
     /// The shape with tool names turned into the sequences' tool indexes (`None`: a tool the
     /// traces never call).
-    fn indexed(&self, shape: &[ShapeStep]) -> Option<Vec<(BTreeSet<u32>, bool)>> {
+    fn indexed(&self, shape: &[ShapeStep]) -> Option<IndexedShape> {
         shape
             .iter()
             .map(|step| {
@@ -348,16 +396,20 @@ impl<'a> TraceRuns<'a> {
             .collect()
     }
 
-    /// Occurrences of `shape` in trace `t`: (first run, last run, first call, calls).
+    fn occurrences(&self, t: usize, shape: &IndexedShape) -> Vec<Found> {
+        if self.max_gap == 0 {
+            self.run_occurrences(t, shape)
+        } else {
+            self.gapped_occurrences(t, shape)
+        }
+    }
+
+    /// Occurrences of `shape` in trace `t`, run by run.
     ///
     /// A repeated step takes a whole run; a step that is not repeated takes one call, so it
     /// must be a run of one call unless it is the first step (the last call of a longer run)
     /// or the last step (the first call of one).
-    fn occurrences(
-        &self,
-        t: usize,
-        shape: &[(BTreeSet<u32>, bool)],
-    ) -> Vec<(usize, usize, usize, usize)> {
+    fn run_occurrences(&self, t: usize, shape: &IndexedShape) -> Vec<Found> {
         let runs = &self.runs[t];
         let mut found = Vec::new();
         if shape.is_empty() || runs.len() < shape.len() {
@@ -388,13 +440,76 @@ impl<'a> TraceRuns<'a> {
                 true
             });
             if matched {
-                found.push((first, first + last, start, calls));
+                found.push(Found {
+                    span: (first, first + last),
+                    calls: (start..start + calls).collect(),
+                });
             }
         }
         found
     }
 
-    /// Share of `small`'s occurrences whose runs lie inside an occurrence of `big`.
+    /// Occurrences of `shape` in trace `t`, call by call with gaps, leftmost first and not
+    /// overlapping: each next call is the first of its step's tools within reach, and a
+    /// repeated step takes another call of its tools while one comes within reach before the
+    /// next step's do.
+    fn gapped_occurrences(&self, t: usize, shape: &IndexedShape) -> Vec<Found> {
+        let sequence = &self.sequences.sequences[t];
+        let reach = |from: usize| from + 1..(from + 2 + self.max_gap).min(sequence.len());
+        let mut found = Vec::new();
+        let Some((first_tools, _)) = shape.first() else {
+            return found;
+        };
+        let mut at = 0;
+        while at < sequence.len() {
+            if !first_tools.contains(&sequence[at]) {
+                at += 1;
+                continue;
+            }
+            let mut calls = vec![at];
+            let mut last = at;
+            let mut matched = true;
+            for (k, (tools, repeated)) in shape.iter().enumerate() {
+                if k > 0 {
+                    match reach(last).find(|&i| tools.contains(&sequence[i])) {
+                        Some(i) => {
+                            calls.push(i);
+                            last = i;
+                        }
+                        None => {
+                            matched = false;
+                            break;
+                        }
+                    }
+                }
+                if *repeated {
+                    let next = shape.get(k + 1).map(|(next, _)| next);
+                    let ends = |tool: &u32| next.is_some_and(|n| n.contains(tool));
+                    while let Some(i) =
+                        reach(last).find(|&i| tools.contains(&sequence[i]) || ends(&sequence[i]))
+                    {
+                        if ends(&sequence[i]) {
+                            break;
+                        }
+                        calls.push(i);
+                        last = i;
+                    }
+                }
+            }
+            if matched {
+                found.push(Found {
+                    span: (at, last),
+                    calls,
+                });
+                at = last + 1;
+            } else {
+                at += 1;
+            }
+        }
+        found
+    }
+
+    /// Share of `small`'s occurrences that lie inside an occurrence of `big`.
     pub fn inside_share(&self, small: &[ShapeStep], big: &[ShapeStep]) -> f64 {
         let (Some(small), Some(big)) = (self.indexed(small), self.indexed(big)) else {
             return 0.0;
@@ -409,7 +524,10 @@ impl<'a> TraceRuns<'a> {
             total += smalls.len();
             inside += smalls
                 .iter()
-                .filter(|(a, b, _, _)| bigs.iter().any(|(c, d, _, _)| c <= a && b <= d))
+                .filter(|s| {
+                    bigs.iter()
+                        .any(|b| b.span.0 <= s.span.0 && s.span.1 <= b.span.1)
+                })
                 .count();
         }
         if total == 0 {
@@ -429,9 +547,10 @@ impl<'a> TraceRuns<'a> {
             .count()
     }
 
-    /// Calls (of every trace) inside an occurrence of any of `shapes`, and all calls.
+    /// Calls (of every trace) inside an occurrence of any of `shapes` (calls in a gapped
+    /// occurrence's gaps are not), and all calls.
     pub fn covered_calls(&self, shapes: &[&[ShapeStep]]) -> (usize, usize) {
-        let indexed: Vec<Vec<(BTreeSet<u32>, bool)>> = shapes
+        let indexed: Vec<IndexedShape> = shapes
             .iter()
             .filter_map(|shape| self.indexed(shape))
             .collect();
@@ -441,9 +560,11 @@ impl<'a> TraceRuns<'a> {
             total += sequence.len();
             let mut marked = vec![false; sequence.len()];
             for shape in &indexed {
-                for (_, _, start, calls) in self.occurrences(t, shape) {
-                    for mark in marked.iter_mut().skip(start).take(calls) {
-                        *mark = true;
+                for found in self.occurrences(t, shape) {
+                    for call in found.calls {
+                        if let Some(mark) = marked.get_mut(call) {
+                            *mark = true;
+                        }
                     }
                 }
             }
@@ -567,6 +688,90 @@ mod tests {
             behaviours[0].shape[0].tools,
             vec!["zip".to_string(), "email".to_string()]
         );
+    }
+
+    fn fold_gapped(candidates: &[(&str, &str)], traces: &[&str], max_gap: usize) -> Vec<Behaviour> {
+        let owned: Vec<(String, Vec<String>)> = candidates
+            .iter()
+            .map(|(id, t)| (id.to_string(), tools(t)))
+            .collect();
+        let inputs: Vec<FoldInput<'_>> = owned
+            .iter()
+            .map(|(id, tools)| FoldInput {
+                id,
+                tools,
+                gapped: true,
+                map_step: None,
+            })
+            .collect();
+        let config = FoldConfig {
+            max_gap,
+            ..FoldConfig::default()
+        };
+        fold(&inputs, &sequences(traces), &config)
+    }
+
+    #[test]
+    fn gapped_candidates_fold_with_the_gap_they_were_mined_with() {
+        // The same behaviour as above with unrelated calls (x, y) inside its occurrences.
+        let traces = [
+            "zip x user order",
+            "zip user y order order",
+            "zip user order x order order",
+            "email user order y order",
+            "email x user order",
+            "zip user order other",
+        ];
+        let candidates = [
+            ("zip1", "zip user order"),
+            ("zip2", "zip user order order"),
+            ("email1", "email user order"),
+            ("user-order", "user order"),
+            // A part that skips a step of the longer behaviour.
+            ("zip-order", "zip order"),
+        ];
+        let behaviours = fold_gapped(&candidates, &traces, 1);
+        assert_eq!(
+            summary(&behaviours),
+            vec![(
+                "zip -> user -> each order".to_string(),
+                vec![
+                    ("zip1".to_string(), VariantKind::Lead),
+                    ("zip2".to_string(), VariantKind::LoopCount),
+                    ("email1".to_string(), VariantKind::FirstStep),
+                    ("user-order".to_string(), VariantKind::Part),
+                    ("zip-order".to_string(), VariantKind::Part),
+                ]
+            )]
+        );
+        assert_eq!(behaviours[0].traces, 6);
+        // Without a gap to fold with, each gapped candidate keeps its own behaviour.
+        assert_eq!(fold_gapped(&candidates, &traces, 0).len(), 5);
+    }
+
+    #[test]
+    fn gapped_occurrences_skip_other_calls_but_not_more_than_the_gap() {
+        let sequences = sequences(&["a x b b y b c", "a x y b c"]);
+        let shape = vec![
+            ShapeStep {
+                tools: tools("a"),
+                repeated: false,
+            },
+            ShapeStep {
+                tools: tools("b"),
+                repeated: true,
+            },
+            ShapeStep {
+                tools: tools("c"),
+                repeated: false,
+            },
+        ];
+        let runs = TraceRuns::with_gap(&sequences, 1);
+        assert_eq!(runs.traces_with(&shape), 1);
+        // a, b, b, b, c of the first trace; x and y sit in gaps.
+        assert_eq!(runs.covered_calls(&[&shape]), (5, 12));
+        let wider = TraceRuns::with_gap(&sequences, 2);
+        assert_eq!(wider.covered_calls(&[&shape]), (8, 12));
     }
 
     #[test]

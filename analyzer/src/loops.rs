@@ -13,8 +13,9 @@
 //! takes the agent's selection, the element indexes, as an input.
 //!
 //! Not looped: runs whose calls share no list (a retry or a polling loop stays a repeated call
-//! with its counts, folded as loop counts), candidates whose later steps read a run's outputs,
-//! and patterns with gaps.
+//! with its counts, folded as loop counts) and candidates whose later steps read a run's
+//! outputs. Patterns mined with gaps loop the same way, their runs counted with the same gaps
+//! (other calls may sit between two iterations).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -56,10 +57,17 @@ fn collapsed(tools: &[String]) -> Vec<(String, usize)> {
 
 /// Add a loop candidate for each behaviour whose unrolled candidates loop over a list, ranked
 /// among the others by score. Returns how many were added.
-pub fn add_loop_candidates(candidates: &mut Vec<Candidate>, db: &SequenceDb) -> usize {
+///
+/// `max_gap` is the mining's: gapped candidates' runs are counted with up to that many other
+/// calls between two calls.
+pub fn add_loop_candidates(
+    candidates: &mut Vec<Candidate>,
+    db: &SequenceDb,
+    max_gap: usize,
+) -> usize {
     // Collapsed sequences with a repeated step somewhere among their candidates.
     let mut repeated: HashMap<Vec<String>, Vec<bool>> = HashMap::new();
-    for candidate in candidates.iter().filter(|c| !c.gapped) {
+    for candidate in candidates.iter() {
         let runs = collapsed(&candidate.tools);
         let key: Vec<String> = runs.iter().map(|(t, _)| t.clone()).collect();
         let flags = repeated
@@ -71,7 +79,7 @@ pub fn add_loop_candidates(candidates: &mut Vec<Candidate>, db: &SequenceDb) -> 
     }
     let mut made: Vec<Candidate> = Vec::new();
     let mut done: Vec<Vec<String>> = Vec::new();
-    for candidate in candidates.iter().filter(|c| !c.gapped) {
+    for candidate in candidates.iter() {
         let runs = collapsed(&candidate.tools);
         let key: Vec<String> = runs.iter().map(|(t, _)| t.clone()).collect();
         if done.contains(&key) {
@@ -87,7 +95,8 @@ pub fn add_loop_candidates(candidates: &mut Vec<Candidate>, db: &SequenceDb) -> 
         let Some(run) = loop_run(candidate, start, runs[position].1) else {
             continue;
         };
-        if let Some(looped) = build(&candidates[..], candidate, &run, &key, position, db) {
+        let gap = if candidate.gapped { max_gap } else { 0 };
+        if let Some(looped) = build(&candidates[..], candidate, &run, &key, position, db, gap) {
             done.push(key);
             made.push(looped);
         }
@@ -191,7 +200,7 @@ fn covers_whole_list(
     lengths: &BTreeMap<usize, usize>,
 ) -> Option<bool> {
     let mut told = None;
-    for candidate in candidates.iter().filter(|c| !c.gapped) {
+    for candidate in candidates.iter() {
         let runs = collapsed(&candidate.tools);
         if runs.iter().map(|(t, _)| t).ne(key.iter()) {
             continue;
@@ -232,12 +241,18 @@ fn build(
     collapsed_tools: &[String],
     position: usize,
     db: &SequenceDb,
+    max_gap: usize,
 ) -> Option<Candidate> {
     let end = run.start + run.len;
     let mut named: Vec<String> = collapsed_tools.to_vec();
     named[position] = format!("each_{}", collapsed_tools[position]);
-    let id = flow_name(&named);
-    let counts = count_runs(db, collapsed_tools, position);
+    let name = flow_name(&named);
+    let id = if template.gapped {
+        format!("{name}~gapped")
+    } else {
+        name.clone()
+    };
+    let counts = count_runs(db, collapsed_tools, position, max_gap);
     if counts.occurrences == 0 {
         return None;
     }
@@ -251,7 +266,7 @@ fn build(
 
     let bindings = loop_bindings(template, run, select_input.as_deref());
     let mut flow = template.flow.clone();
-    loop_flow(&mut flow, template, run, select_input.as_deref(), &id)?;
+    loop_flow(&mut flow, template, run, select_input.as_deref(), &name)?;
 
     let mut evidence = template.evidence.clone();
     let template_saved = template.evidence.round_trips_saved.max(1) as f64;
@@ -268,7 +283,7 @@ fn build(
     Some(Candidate {
         id,
         tools,
-        gapped: false,
+        gapped: template.gapped,
         flow,
         bindings,
         tool_schemas: template.tool_schemas.clone(),
@@ -628,8 +643,9 @@ pub struct RunCounts {
 }
 
 /// Count, in every sequence, the non-overlapping occurrences of `tools` where the tool at
-/// `position` may repeat (greedily, one or more calls).
-pub fn count_runs(db: &SequenceDb, tools: &[String], position: usize) -> RunCounts {
+/// `position` may repeat (greedily, one or more calls), with up to `max_gap` other calls
+/// between two of an occurrence's calls (0: back to back).
+pub fn count_runs(db: &SequenceDb, tools: &[String], position: usize, max_gap: usize) -> RunCounts {
     let mut counts = RunCounts::default();
     let Some(ids) = tools
         .iter()
@@ -642,13 +658,13 @@ pub fn count_runs(db: &SequenceDb, tools: &[String], position: usize) -> RunCoun
         let mut found = false;
         let mut at = 0;
         while at < sequence.len() {
-            match match_run(sequence, at, &ids, position) {
-                Some((end, loop_len)) => {
+            match match_run(sequence, at, &ids, position, max_gap) {
+                Some(run) => {
                     found = true;
                     counts.occurrences += 1;
-                    counts.round_trips_saved += end - at - 1;
-                    *counts.lengths.entry(loop_len).or_insert(0) += 1;
-                    at = end;
+                    counts.round_trips_saved += run.calls.len() - 1;
+                    *counts.lengths.entry(run.loop_len).or_insert(0) += 1;
+                    at = run.end();
                 }
                 None => at += 1,
             }
@@ -658,29 +674,67 @@ pub fn count_runs(db: &SequenceDb, tools: &[String], position: usize) -> RunCoun
     counts
 }
 
-/// The occurrence of the loop shape starting at `at`: its end and the loop's length.
+/// One occurrence of a loop shape in a sequence.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoopMatch {
+    /// The positions of the occurrence's calls, in order (the calls in gaps are not among
+    /// them).
+    pub calls: Vec<usize>,
+    /// How many calls the repeated step made.
+    pub loop_len: usize,
+}
+
+impl LoopMatch {
+    /// The position after the occurrence's last call.
+    pub fn end(&self) -> usize {
+        self.calls.last().map_or(0, |last| last + 1)
+    }
+}
+
+/// The occurrence of the loop shape `ids` (the step at `position` repeated) whose first call
+/// is at `at`, with up to `max_gap` other calls between two of its calls. Each next call is
+/// the first call of its tool within reach; the loop takes another call of its tool while one
+/// comes within reach before the next step's tool does.
 pub fn match_run(
     sequence: &[u32],
     at: usize,
     ids: &[u32],
     position: usize,
-) -> Option<(usize, usize)> {
-    let mut i = at;
-    let mut loop_len = 0;
+    max_gap: usize,
+) -> Option<LoopMatch> {
+    if sequence.get(at) != ids.first() {
+        return None;
+    }
+    let within = |from: usize, wanted: &dyn Fn(u32) -> bool| {
+        (from + 1..=(from + 1 + max_gap).min(sequence.len().saturating_sub(1)))
+            .find(|&i| wanted(sequence[i]))
+    };
+    let mut calls = vec![at];
+    let mut loop_len = usize::from(position == 0);
+    let mut last = at;
     for (p, &id) in ids.iter().enumerate() {
-        if sequence.get(i) != Some(&id) {
-            return None;
+        if p > 0 {
+            last = within(last, &|tool| tool == id)?;
+            calls.push(last);
+            if p == position {
+                loop_len = 1;
+            }
         }
-        i += 1;
         if p == position {
-            loop_len = 1;
-            while sequence.get(i) == Some(&id) && ids.get(p + 1) != Some(&id) {
-                i += 1;
-                loop_len += 1;
+            let next = ids.get(p + 1).copied();
+            while next != Some(id) {
+                match within(last, &|tool| tool == id || Some(tool) == next) {
+                    Some(i) if sequence[i] == id => {
+                        calls.push(i);
+                        last = i;
+                        loop_len += 1;
+                    }
+                    _ => break,
+                }
             }
         }
     }
-    Some((i, loop_len))
+    Some(LoopMatch { calls, loop_len })
 }
 
 #[cfg(test)]
@@ -700,7 +754,7 @@ mod tests {
             &["o", "o"],
         ]);
         let tools = vec!["u".to_string(), "o".to_string()];
-        let counts = count_runs(&db, &tools, 1);
+        let counts = count_runs(&db, &tools, 1, 0);
         assert_eq!(counts.support, 3);
         assert_eq!(counts.occurrences, 4);
         assert_eq!(counts.lengths, BTreeMap::from([(1, 2), (2, 1), (3, 1)]));
@@ -711,8 +765,30 @@ mod tests {
     #[test]
     fn a_loop_before_the_same_tool_leaves_it_one_call() {
         let ids = [1, 2, 2];
-        assert_eq!(match_run(&[1, 2, 2, 2], 0, &ids, 1), Some((3, 1)));
-        assert_eq!(match_run(&[1, 3], 0, &ids, 1), None);
+        let found = match_run(&[1, 2, 2, 2], 0, &ids, 1, 0).unwrap();
+        assert_eq!((found.calls, found.loop_len), (vec![0, 1, 2], 1));
+        assert_eq!(match_run(&[1, 3], 0, &ids, 1, 0), None);
+    }
+
+    #[test]
+    fn with_gaps_the_loop_skips_other_calls_and_stops_at_the_next_step() {
+        // u x o o y o v: a loop of o with other calls between, then v.
+        let (u, o, v, x, y) = (1, 2, 3, 8, 9);
+        let sequence = [u, x, o, o, y, o, v];
+        let found = match_run(&sequence, 0, &[u, o, v], 1, 1).unwrap();
+        assert_eq!((found.calls, found.loop_len), (vec![0, 2, 3, 5, 6], 3));
+        // Back to back only, the other calls break it.
+        assert_eq!(match_run(&sequence, 0, &[u, o, v], 1, 0), None);
+        // Two other calls are past a gap of one.
+        assert_eq!(match_run(&[u, x, y, o], 0, &[u, o], 1, 1), None);
+        // The next step's tool within reach ends the loop even when the loop's tool follows.
+        let found = match_run(&[u, o, v, o], 0, &[u, o, v], 1, 2).unwrap();
+        assert_eq!((found.calls, found.loop_len), (vec![0, 1, 2], 1));
+        let db = db(&[&["u", "x", "o", "y", "o"], &["u", "o"]]);
+        let tools = vec!["u".to_string(), "o".to_string()];
+        let counts = count_runs(&db, &tools, 1, 1);
+        assert_eq!(counts.lengths, BTreeMap::from([(1, 1), (2, 1)]));
+        assert_eq!(counts.round_trips_saved, 2 + 1);
     }
 
     #[test]

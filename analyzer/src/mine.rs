@@ -313,7 +313,7 @@ impl ChainAnalyzer {
         // does), so inference costs the same however large the traffic.
         let sampled = chosen.iter().any(|c| c.sampled);
         let (mut candidates, skipped) = build_chosen(traces, chosen, &days, config, sampled);
-        crate::loops::add_loop_candidates(&mut candidates, &db);
+        crate::loops::add_loop_candidates(&mut candidates, &db, config.max_gap.unwrap_or(0));
         Ok(MineOutcome {
             traces: traces.len(),
             held_out_traces: 0,
@@ -380,7 +380,7 @@ impl ChainAnalyzer {
 
         let started = Instant::now();
         let (mut candidates, skipped) = build_chosen(&loaded, chosen, &days, config, !whole_store);
-        crate::loops::add_loop_candidates(&mut candidates, &db);
+        crate::loops::add_loop_candidates(&mut candidates, &db, config.max_gap.unwrap_or(0));
         Ok(MineOutcome {
             traces: db.len(),
             held_out_traces,

@@ -64,6 +64,7 @@ pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
         verify: args.verify.request()?,
         fold: FoldConfig {
             inside_share: args.fold_share,
+            ..FoldConfig::default()
         },
     };
     let bars = progress::Bars::new(global);

@@ -116,6 +116,18 @@ pub fn analyze(
     request: &AnalyzeRequest,
     progress: &dyn Progress,
 ) -> Result<AnalyzeReport> {
+    // Gapped candidates are replayed with the gaps they were mined with.
+    let gapped_request;
+    let request = match request.mine.max_gap {
+        Some(gap) if gap != request.verify.options.max_gap || gap != request.fold.max_gap => {
+            let mut changed = request.clone();
+            changed.verify.options.max_gap = gap;
+            changed.fold.max_gap = gap;
+            gapped_request = changed;
+            &gapped_request
+        }
+        _ => request,
+    };
     let import = match &request.import {
         Some(import) if !import.paths.is_empty() => Some(import_files(store, import, progress)?),
         _ => None,
@@ -231,7 +243,7 @@ fn behaviours(
                     .is_some_and(|v| v.status == VerdictStatus::Verified)
         })
     };
-    let runs = TraceRuns::new(&held);
+    let runs = TraceRuns::with_gap(&held, config.max_gap);
     let verified_shapes: Vec<&[ShapeStep]> = behaviours
         .iter()
         .filter(|b| is_verified(&b.lead))

@@ -10,12 +10,14 @@ use serde_json::Value;
 use super::{FoundOccurrence, ToolIndex, cassette, flow_inputs};
 use crate::tool::JsonObject;
 
-/// Occurrences of `tools` where the tool at `map_step` runs one or more times back to back,
-/// left to right and not overlapping, skipping the traces in `exclude`.
+/// Occurrences of `tools` where the tool at `map_step` runs one or more times (back to back,
+/// or with up to `max_gap` other calls between two calls), left to right and not overlapping,
+/// skipping the traces in `exclude`.
 pub(super) fn find_loop_occurrences(
     index: &ToolIndex,
     tools: &[String],
     map_step: usize,
+    max_gap: usize,
     exclude: &HashSet<&str>,
     limit: usize,
 ) -> Vec<FoundOccurrence> {
@@ -33,13 +35,13 @@ pub(super) fn find_loop_occurrences(
         }
         let mut at = 0;
         while at < sequence.len() && found.len() < limit {
-            match chainweaver_analyzer::loops::match_run(sequence, at, &ids, map_step) {
-                Some((end, _)) => {
+            match chainweaver_analyzer::loops::match_run(sequence, at, &ids, map_step, max_gap) {
+                Some(run) => {
+                    at = run.end();
                     found.push(FoundOccurrence {
                         trace: t,
-                        steps: (at..end).collect(),
+                        steps: run.calls,
                     });
-                    at = end;
                 }
                 None => at += 1,
             }

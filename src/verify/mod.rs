@@ -612,6 +612,11 @@ impl Verifier {
                 index,
                 &candidate.tools,
                 map_step,
+                if candidate.gapped {
+                    self.options.max_gap
+                } else {
+                    0
+                },
                 &mined,
                 usize::MAX,
             );
@@ -643,14 +648,21 @@ impl Verifier {
     /// occurrences must be loaded ([`Verifier::traces_to_load`]).
     pub fn verify(&self, candidate: &Candidate, held_out: &HeldOut<'_>) -> Result<Verdict> {
         let prefer = Arc::new(Mutex::new(Preference::default()));
-        let tools = self.tools_for(candidate, &prefer)?;
-        let executor = FlowExecutor::new(tools);
         let mined = mined_traces(candidate);
         let mined_here = mined
             .iter()
             .filter(|id| held_out.index.position(id).is_some())
             .count();
         let found = self.occurrences(candidate, &held_out.index);
+        // With no held-out occurrence, recorded tools have nothing to answer from and nothing
+        // is replayed: that is a verdict (too few occurrences), not an error. Live tools are
+        // still checked, since a missing or unsafe tool is the user's to fix either way.
+        let tools = if found.is_empty() && matches!(self.source, ToolSource::Recorded(_)) {
+            ToolRegistry::new()
+        } else {
+            self.tools_for(candidate, &prefer)?
+        };
+        let executor = FlowExecutor::new(tools);
         let ignore = self.source.ignore();
         let mut verdict = Verdict {
             candidate_id: candidate.id.clone(),

@@ -12,7 +12,9 @@ use chainweaver::verify::{
 };
 use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
 use chainweaver_recorder::import::{ImportOptions, import_path};
-use chainweaver_recorder::model::candidate::{Candidate, FailureMode, VerdictStatus};
+use chainweaver_recorder::model::candidate::{
+    Candidate, FailureMode, RejectionCause, VerdictStatus,
+};
 use chainweaver_recorder::model::flow::FlowDefinition;
 use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use chainweaver_recorder::synth::{Generator, GeneratorConfig};
@@ -354,6 +356,31 @@ fn recorded_replay_errors_name_the_tool_without_recordings() {
         err.contains("get_info") && err.contains("no recordings"),
         "{err}"
     );
+}
+
+#[test]
+fn a_candidate_absent_from_held_out_traffic_is_rejected_for_too_few_occurrences() {
+    let traces = lookup_traces();
+    let candidate = lookup_candidate(&traces);
+    // Held-out traffic that never calls the candidate's tools: nothing to replay, and the
+    // cassette has no recordings of them. That is a rejection with its cause, not an error.
+    let unrelated: Vec<TraceWithSteps> = traces
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            for step in &mut t.steps {
+                step.tool_name = format!("other_{}", step.tool_name);
+            }
+            t
+        })
+        .collect();
+    let verdict = recorded(&unrelated)
+        .verify(&candidate, &HeldOut::new(unrelated.iter().collect()))
+        .unwrap();
+    assert_eq!(verdict.status, VerdictStatus::Rejected);
+    assert_eq!(verdict.cause, Some(RejectionCause::TooFewOccurrences));
+    assert_eq!(verdict.occurrences_found, 0);
+    assert_eq!(verdict.occurrences_replayed, 0);
 }
 
 /// Run the binary with `--format json`, check it succeeded, and parse what it printed.
@@ -834,10 +861,23 @@ fn planted_source_matches(
 /// bindings inferred exactly (kind and source) in the proposals' lead flows.
 #[test]
 fn planted_behaviours_are_proposed_once_each_and_bound_exactly() {
+    planted_behaviours_found(0.0, None);
+}
+
+#[test]
+fn planted_behaviours_with_unrelated_calls_inside_are_proposed_once_each_with_gaps() {
+    planted_behaviours_found(0.2, Some(2));
+}
+
+/// Recall and precision of the proposals over planted behaviours, and how exactly their
+/// bindings were recovered, on 2,000 generated traces with `interleave` of unrelated calls
+/// inside flow instances, mined with `max_gap`.
+fn planted_behaviours_found(interleave: f64, max_gap: Option<usize>) {
     let mut generator = Generator::new(GeneratorConfig {
         traces: 2000,
         seed: 11,
         behaviours: true,
+        interleave,
         ..GeneratorConfig::default()
     });
     let traces: Vec<TraceWithSteps> = generator.by_ref().collect();
@@ -853,12 +893,11 @@ fn planted_behaviours_are_proposed_once_each_and_bound_exactly() {
         let steps: Vec<ObservedStep> = steps.into_iter().flatten().collect();
         store.append(&heads, &steps).unwrap();
     }
-    let report = chainweaver::pipeline::analyze(
-        &mut store,
-        &chainweaver::pipeline::AnalyzeRequest::default(),
-        &chainweaver::pipeline::NoProgress,
-    )
-    .unwrap();
+    let mut request = chainweaver::pipeline::AnalyzeRequest::default();
+    request.mine.max_gap = max_gap;
+    let report =
+        chainweaver::pipeline::analyze(&mut store, &request, &chainweaver::pipeline::NoProgress)
+            .unwrap();
 
     // A behaviour is a planted flow when its steps are the flow's (the first step's
     // alternatives included) and its loop is the flow's loop.

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{ImportBatch, ImportFormat, ImportOptions, ImportReport};
+use super::{ImportBatch, ImportOptions, ImportReport};
 use crate::error::Result;
 
 #[cfg(feature = "otlp")]
@@ -32,7 +32,7 @@ pub(super) fn import(
     })?;
     Ok(ImportReport {
         path: report.path,
-        format: ImportFormat::Otlp,
+        format: super::ImportFormat::Otlp,
         traces: report.traces,
         steps: report.steps,
         failed_steps: report.failed_steps,
