@@ -618,6 +618,20 @@ mod tests {
     }
 
     fn fold_all(candidates: &[(&str, &str)], traces: &[&str]) -> Vec<Behaviour> {
+        fold_mined(candidates, traces, false, 0)
+    }
+
+    fn fold_gapped(candidates: &[(&str, &str)], traces: &[&str], max_gap: usize) -> Vec<Behaviour> {
+        fold_mined(candidates, traces, true, max_gap)
+    }
+
+    /// Fold candidates mined contiguously or with gaps, with the gap given to folding.
+    fn fold_mined(
+        candidates: &[(&str, &str)],
+        traces: &[&str],
+        gapped: bool,
+        max_gap: usize,
+    ) -> Vec<Behaviour> {
         let owned: Vec<(String, Vec<String>)> = candidates
             .iter()
             .map(|(id, t)| (id.to_string(), tools(t)))
@@ -627,11 +641,15 @@ mod tests {
             .map(|(id, tools)| FoldInput {
                 id,
                 tools,
-                gapped: false,
+                gapped,
                 map_step: None,
             })
             .collect();
-        fold(&inputs, &sequences(traces), &FoldConfig::default())
+        let config = FoldConfig {
+            max_gap,
+            ..FoldConfig::default()
+        };
+        fold(&inputs, &sequences(traces), &config)
     }
 
     fn summary(behaviours: &[Behaviour]) -> Vec<(String, Vec<(String, VariantKind)>)> {
@@ -688,27 +706,6 @@ mod tests {
             behaviours[0].shape[0].tools,
             vec!["zip".to_string(), "email".to_string()]
         );
-    }
-
-    fn fold_gapped(candidates: &[(&str, &str)], traces: &[&str], max_gap: usize) -> Vec<Behaviour> {
-        let owned: Vec<(String, Vec<String>)> = candidates
-            .iter()
-            .map(|(id, t)| (id.to_string(), tools(t)))
-            .collect();
-        let inputs: Vec<FoldInput<'_>> = owned
-            .iter()
-            .map(|(id, tools)| FoldInput {
-                id,
-                tools,
-                gapped: true,
-                map_step: None,
-            })
-            .collect();
-        let config = FoldConfig {
-            max_gap,
-            ..FoldConfig::default()
-        };
-        fold(&inputs, &sequences(traces), &config)
     }
 
     #[test]

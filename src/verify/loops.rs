@@ -22,11 +22,7 @@ pub(super) fn find_loop_occurrences(
     limit: usize,
 ) -> Vec<FoundOccurrence> {
     let mut found = Vec::new();
-    let Some(ids) = tools
-        .iter()
-        .map(|tool| index.names.get(tool.as_str()).copied())
-        .collect::<Option<Vec<u32>>>()
-    else {
+    let Some(ids) = index.ids_of(tools) else {
         return found;
     };
     for (t, sequence) in index.sequences.iter().enumerate() {

@@ -140,6 +140,14 @@ pub struct ToolIndex {
 }
 
 impl ToolIndex {
+    /// The index's ids of `tools`; `None` when the index never saw one of them.
+    pub(crate) fn ids_of(&self, tools: &[String]) -> Option<Vec<u32>> {
+        tools
+            .iter()
+            .map(|tool| self.names.get(tool.as_str()).copied())
+            .collect()
+    }
+
     /// An empty index.
     pub fn new() -> Self {
         Self::default()
@@ -270,11 +278,7 @@ pub fn find_occurrences(
     limit: usize,
 ) -> Vec<FoundOccurrence> {
     let mut found = Vec::new();
-    let Some(ids) = tools
-        .iter()
-        .map(|tool| index.names.get(tool.as_str()).copied())
-        .collect::<Option<Vec<u32>>>()
-    else {
+    let Some(ids) = index.ids_of(tools) else {
         return found;
     };
     let starts = &index.calls[ids[0] as usize];
