@@ -3,6 +3,7 @@
 //! - [`ObservedTrace`] / [`ObservedStep`]: recorded agent traffic.
 //! - [`flow`]: flow definitions (plain data the executor interprets).
 //! - [`candidate`]: mined patterns, bindings, candidates and verdicts.
+//! - [`mcp`]: the shape of a recorded MCP tool call, shared by the recording proxy and the MCP adapter.
 //! - [`otel`]: the metadata keys of traces and steps read from OpenTelemetry spans.
 //! - [`split`]: which traces mining sees and which verification replays.
 //! - [`DocumentKind`]: the kinds of result document a store keeps beside its traces; the typed
@@ -11,6 +12,7 @@
 pub mod candidate;
 mod document;
 pub mod flow;
+pub mod mcp;
 pub mod otel;
 pub mod split;
 mod trace;
