@@ -284,6 +284,7 @@ fn build(
         id,
         tools,
         gapped: template.gapped,
+        max_gap: template.max_gap,
         flow,
         bindings,
         tool_schemas: template.tool_schemas.clone(),

@@ -748,6 +748,9 @@ fn build_chosen(
                 read,
             }) => {
                 chosen.correct_evidence(&mut candidate, days, read, &unlinked_in_probe);
+                if candidate.gapped {
+                    candidate.max_gap = config.max_gap;
+                }
                 candidates.push(candidate);
             }
             Err(err) => skipped.push((chosen.sample.tools.clone(), err.to_string())),

@@ -116,12 +116,12 @@ pub fn analyze(
     request: &AnalyzeRequest,
     progress: &dyn Progress,
 ) -> Result<AnalyzeReport> {
-    // Gapped candidates are replayed with the gaps they were mined with.
+    // Gapped candidates fold with the gap they were mined with (they replay with it too: each
+    // candidate records it).
     let gapped_request;
     let request = match request.mine.max_gap {
-        Some(gap) if gap != request.verify.options.max_gap || gap != request.fold.max_gap => {
+        Some(gap) if gap != request.fold.max_gap => {
             let mut changed = request.clone();
-            changed.verify.options.max_gap = gap;
             changed.fold.max_gap = gap;
             gapped_request = changed;
             &gapped_request

@@ -102,7 +102,8 @@ pub struct VerifyOptions {
     pub max_occurrences: usize,
     /// Keep at most this many step differences in a verdict.
     pub max_diffs: usize,
-    /// For gapped candidates: the most unrelated calls allowed between two steps.
+    /// For gapped candidates that do not record the gap they were mined with (stores written
+    /// before they did): the most unrelated calls allowed between two steps.
     pub max_gap: usize,
 }
 
@@ -616,11 +617,7 @@ impl Verifier {
                 index,
                 &candidate.tools,
                 map_step,
-                if candidate.gapped {
-                    self.options.max_gap
-                } else {
-                    0
-                },
+                self.gap_of(candidate).unwrap_or(0),
                 &mined,
                 usize::MAX,
             );
@@ -628,10 +625,19 @@ impl Verifier {
         find_occurrences(
             index,
             &candidate.tools,
-            candidate.gapped.then_some(self.options.max_gap),
+            self.gap_of(candidate),
             &mined,
             usize::MAX,
         )
+    }
+
+    /// The gap `candidate`'s occurrences are found with: none for a contiguous candidate; for a
+    /// gapped one, the gap it was mined with, or (in stores that did not record it)
+    /// [`VerifyOptions::max_gap`].
+    fn gap_of(&self, candidate: &Candidate) -> Option<usize> {
+        candidate
+            .gapped
+            .then(|| candidate.max_gap.unwrap_or(self.options.max_gap))
     }
 
     /// The ids of the traces replaying `candidate` reads whole: those of the occurrences
@@ -935,6 +941,53 @@ mod tests {
             find_occurrences(traces, &tools, None, &HashSet::new(), 1).len(),
             1
         );
+    }
+
+    #[test]
+    fn a_gapped_candidate_is_replayed_with_the_gap_it_was_mined_with() {
+        use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
+        // Mined with a gap of 1: `x y` repeats with a different call between, so it is a
+        // closed gapped pattern.
+        let mined: Vec<TraceWithSteps> = (0..4)
+            .map(|i| {
+                let between = if i % 2 == 0 { "think" } else { "plan" };
+                trace(&format!("m{i}"), &["x", between, "y"])
+            })
+            .collect();
+        let analyzer = ChainAnalyzer::new(MineConfig {
+            max_gap: Some(1),
+            ..MineConfig::default()
+        });
+        let outcome = analyzer.analyze(&mined).unwrap();
+        let candidate = outcome
+            .candidates
+            .iter()
+            .find(|c| c.tools == ["x", "y"])
+            .expect("x y is mined as a gapped pattern");
+        assert!(candidate.gapped);
+        assert_eq!(candidate.max_gap, Some(1));
+
+        // Held out: one occurrence with one call between, one with two between.
+        let owned = [
+            trace("h1", &["x", "think", "y"]),
+            trace("h2", &["x", "think", "plan", "y"]),
+        ];
+        let held_out = HeldOut::new(owned.iter().collect());
+        let verifier = Verifier::new(
+            ToolSource::Recorded(Arc::new(Cassette::from_traces(
+                owned.iter(),
+                IgnorePaths::default(),
+            ))),
+            VerifyOptions::default(),
+        );
+        let found = verifier.occurrences(candidate, held_out.index());
+        assert_eq!(found.len(), 1, "gap 1 finds only h1: {found:?}");
+        assert_eq!(found[0].trace, 0);
+
+        // A stored candidate that did not record its gap falls back to the verifier's (3).
+        let mut unrecorded = candidate.clone();
+        unrecorded.max_gap = None;
+        assert_eq!(verifier.occurrences(&unrecorded, held_out.index()).len(), 2);
     }
 
     #[test]

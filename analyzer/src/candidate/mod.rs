@@ -432,6 +432,7 @@ fn assemble(
         id,
         tools: pattern.tools.clone(),
         gapped: pattern.gapped,
+        max_gap: None,
         flow,
         bindings,
         tool_schemas,

@@ -288,6 +288,9 @@ fn classify_agent_log(map: &serde_json::Map<String, Value>, prefix: &[u8]) -> Op
     if map.get("simulations").is_some_and(Value::is_array) {
         return Some(ImportFormat::Tau2Bench);
     }
+    if has("id") && map.get("inference_log").is_some_and(Value::is_array) {
+        return Some(ImportFormat::Bfcl);
+    }
     if map.get("answer_generation").is_some_and(Value::is_object) {
         return Some(ImportFormat::Toolbench);
     }
@@ -408,6 +411,10 @@ mod tests {
             (
                 json!({"timestamp": "t", "info": {}, "tasks": [], "simulations": []}),
                 ImportFormat::Tau2Bench,
+            ),
+            (
+                json!({"id": "multi_turn_base_0", "result": [], "inference_log": []}),
+                ImportFormat::Bfcl,
             ),
             (
                 json!({"win": true, "tree": {}, "answer_generation": {}}),

@@ -23,6 +23,7 @@
 //! | `mini-swe-agent` | mini-swe-agent messages: shell commands in fenced blocks of the assistant's text | file | the next user message |
 //! | `openhands` | OpenHands event streams: actions with `tool_call_metadata`, observations with `cause` | file | `cause`, else `tool_call_id` |
 //! | `toolbench` | ToolBench answer files: the last `train_messages` conversation (legacy `function_call`) | file (query) | order (`role: function`) |
+//! | `bfcl` | Berkeley Function Calling Leaderboard multi-turn results: `{id, result, inference_log}` lines | line (`id`) | order within a step (`tool` entries) |
 //! | `otlp` | OpenTelemetry trace exports (JSON, JSON Lines, protobuf as `.pb` or named): GenAI and OpenInference tool spans | conversation, else trace id | the span |
 //! | `chainweaver-jsonl` | one tool call a line: `trace_id`, `tool`/`tool_name`, `inputs`, `outputs`, ... | `trace_id` | - |
 //! | `chainweaver-traces` | ChainWeaver's own lossless export: one trace with its steps a line | line | - |
@@ -41,6 +42,7 @@
 //! conversation) can only know a trace is complete at the end of the file, so they hand over
 //! their traces at the end.
 
+mod bfcl;
 mod chainweaver_events;
 mod chainweaver_jsonl;
 mod claude_code;
@@ -112,6 +114,8 @@ pub enum ImportFormat {
     Openhands,
     /// ToolBench answer files.
     Toolbench,
+    /// Berkeley Function Calling Leaderboard multi-turn result files.
+    Bfcl,
     /// OpenTelemetry trace exports (OTLP JSON, JSON Lines or protobuf): GenAI `execute_tool`
     /// and OpenInference `TOOL` spans.
     Otlp,
@@ -119,7 +123,7 @@ pub enum ImportFormat {
 
 impl ImportFormat {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [ImportFormat; 17] = [
+    pub const ALL: [ImportFormat; 18] = [
         ImportFormat::ChainweaverJsonl,
         ImportFormat::ChainweaverTraces,
         ImportFormat::ChainweaverEvents,
@@ -136,6 +140,7 @@ impl ImportFormat {
         ImportFormat::MiniSweAgent,
         ImportFormat::Openhands,
         ImportFormat::Toolbench,
+        ImportFormat::Bfcl,
         ImportFormat::Otlp,
     ];
 
@@ -158,6 +163,7 @@ impl ImportFormat {
             ImportFormat::MiniSweAgent => "mini-swe-agent",
             ImportFormat::Openhands => "openhands",
             ImportFormat::Toolbench => "toolbench",
+            ImportFormat::Bfcl => "bfcl",
             ImportFormat::Otlp => "otlp",
         }
     }
@@ -614,6 +620,10 @@ fn parse_file(
         }
         ImportFormat::Toolbench => {
             let mut handler = toolbench::Handler;
+            records::read(layout, &mut out, &mut handler)?;
+        }
+        ImportFormat::Bfcl => {
+            let mut handler = bfcl::Handler;
             records::read(layout, &mut out, &mut handler)?;
         }
     }

@@ -491,6 +491,11 @@ pub struct Candidate {
     pub tools: Vec<String>,
     #[serde(default)]
     pub gapped: bool,
+    /// For a gapped candidate: the most unrelated calls mining allowed between two of its steps,
+    /// so verification and folding find its occurrences as mining did. Absent in stores written
+    /// before it was recorded (verification then uses its own default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_gap: Option<usize>,
     pub flow: FlowDefinition,
     pub bindings: Vec<Binding>,
     /// Inferred schemas of every tool the flow calls, by name.
