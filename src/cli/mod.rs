@@ -111,9 +111,9 @@ pub enum Command {
     /// Formats: claude-code (session JSONL, subagents included), codex-rollout (Codex CLI rollouts),
     /// openai-responses (Responses API items), openai-messages (chat messages and their variants),
     /// anthropic-messages, tau2-bench, tau-bench, swe-agent (.traj), mini-swe-agent, openhands
-    /// (event streams), toolbench (answer files), otlp (OpenTelemetry trace exports: JSON, or
-    /// protobuf as `.pb` or when named), chainweaver-jsonl, chainweaver-traces (the
-    /// `traces export` output), chainweaver-events, execution-result, spmf.
+    /// (event streams), toolbench (answer files), bfcl (BFCL multi-turn results), otlp
+    /// (OpenTelemetry trace exports: JSON, or protobuf as `.pb` or when named), chainweaver-jsonl,
+    /// chainweaver-traces (the `traces export` output), chainweaver-events, execution-result, spmf.
     ///
     /// Folders are read recursively. Every file gets a line in the report: its format, traces
     /// (and how many had no tool call), steps, failed calls, calls without a result, redacted
