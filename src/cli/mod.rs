@@ -20,6 +20,7 @@ mod import;
 mod mine;
 mod output;
 mod progress;
+mod serve;
 mod store;
 mod traces;
 mod tui;
@@ -159,6 +160,9 @@ pub enum Command {
     Flows(flows::FlowsArgs),
     /// Replay a saved execution result and compare it step by step.
     Replay(replay::ReplayArgs),
+    /// Serve registered flows as MCP tools (stdio or streamable HTTP), and chain tools created
+    /// at runtime.
+    Serve(serve::ServeArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
 }
@@ -231,6 +235,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => run::run(args, global),
         Command::Flows(args) => flows::run(args, global),
         Command::Replay(args) => replay::run(args, global),
+        Command::Serve(args) => serve::run(args, global),
         Command::Completions(args) => completions::run(args),
     }
 }
