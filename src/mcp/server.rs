@@ -497,6 +497,8 @@ fn ok_result(document: Value) -> Value {
         "content": [{"type": "text", "text": text}],
         "structuredContent": document,
         "isError": false,
+        // Cleared by the MCP library for sessions older than 2026-07-28.
+        "resultType": "complete",
     })
 }
 
@@ -505,6 +507,7 @@ fn tool_error(message: &str, meta: Option<Value>) -> Value {
     let mut result = json!({
         "content": [{"type": "text", "text": message}],
         "isError": true,
+        "resultType": "complete",
     });
     if let (Some(meta), Some(object)) = (meta, result.as_object_mut()) {
         object.insert("_meta".into(), json!({ META_KEY: meta }));

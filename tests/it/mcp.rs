@@ -328,7 +328,7 @@ fn run_and_validate_a_flow_whose_tools_are_mcp_tools() {
     );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let saved: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let output = &saved["result"]["final_output"];
+    let output = &saved["final_output"];
     assert_eq!(output["name"], json!("Grace"));
     assert_eq!(output["total"], json!(42));
 }
@@ -570,4 +570,86 @@ fn chain_tools_are_managed_through_mcp() {
         document["results"][1]["structuredContent"]["success"],
         json!(true)
     );
+}
+
+/// Kills the served child when the test ends, however it ends.
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serve_over_streamable_http() {
+    if !python_mcp() {
+        return;
+    }
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = flows_fixture(dir.path());
+    let store = dir.path().join("chainweaver.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+        .args(["--store", store.to_str().unwrap(), "serve", "--tools"])
+        .arg(&manifest)
+        .args(["--http", "127.0.0.1:0", "--prefix", "cw"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let served = Served(child);
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let url = loop {
+        let line = lines
+            .next()
+            .expect("serve printed its address")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("serve: streamable HTTP on ") {
+            break rest.trim().to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    for mode in ["legacy", "auto"] {
+        let mut client = Command::new("python3")
+            .arg(script("mcp_client.py"))
+            .args(["--mode", mode, "--url", &url])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let operations = json!([
+            {"op": "list_tools"},
+            {"op": "call", "name": "cw__user_total", "arguments": {"user_id": "u2", "a": 5, "b": 6}}
+        ]);
+        client
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(operations.to_string().as_bytes())
+            .unwrap();
+        let output = client.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let document: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let names: Vec<&str> = document["results"][0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["cw__failing", "cw__user_total"], "{mode}");
+        let output = &document["results"][1]["structuredContent"];
+        assert_eq!(output["name"], json!("Grace"), "{mode}: {document}");
+        assert_eq!(output["total"], json!(11));
+    }
+    drop(served);
 }
