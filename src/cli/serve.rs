@@ -16,18 +16,7 @@ use chainweaver::registry::FlowStatus;
 use super::run::{lib_failure, load_tools, open_registry};
 use super::{Failure, Global, OutputFormat, exit};
 
-/// Serve registered flows as MCP tools: each flow is one tool an agent calls instead of the
-/// sequence of calls it stands for.
-///
-/// By default the ACTIVE flows that are safe to call without asking are served: those declaring
-/// a read-only safety contract without approval (`metadata.safety`), or whose every tool
-/// declared itself read-only. `--flow` names flows explicitly; `--lifecycle`,
-/// `--allow-side-effects` and `--owner` widen or narrow the default. A tool's arguments are the
-/// flow input's top-level fields; a failed flow answers `isError: true` naming the step that
-/// failed.
-///
-/// Both protocol eras are answered where the MCP library allows (see docs/mcp.md). Stdout
-/// carries the protocol with stdio; messages go to stderr.
+/// The options of `serve` (its help text is on the command in `cli::Command`).
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
   chainweaver serve --tools tools.toml

@@ -111,8 +111,8 @@ pub fn select(
         if registered.status == FlowStatus::Retired {
             continue;
         }
-        let serving = FlowServing::from_metadata(flow_metadata(&registered.definition))
-            .unwrap_or_default();
+        let serving =
+            FlowServing::from_metadata(flow_metadata(&registered.definition)).unwrap_or_default();
         let safety = effective_safety(&registered.definition, &serving, tools);
         let safe = safety.is_some_and(|s| s.is_read_only());
         let lifecycle_ok = lifecycles.contains(&registered.status);
@@ -211,7 +211,11 @@ pub fn output_schema(flow: &FlowDefinition, tools: &ToolRegistry) -> Option<Valu
     let views = step_views(flow);
     let sinks: Vec<_> = views
         .iter()
-        .filter(|view| !views.iter().any(|other| other.depends_on.contains(&view.id)))
+        .filter(|view| {
+            !views
+                .iter()
+                .any(|other| other.depends_on.contains(&view.id))
+        })
         .collect();
     let [sink] = sinks.as_slice() else {
         return None;
@@ -371,7 +375,13 @@ mod tests {
         };
         assert_eq!(
             names(&wide),
-            ["cw__reads", "cw__writes", "cw__unknown", "cw__declared", "cw__draft"]
+            [
+                "cw__reads",
+                "cw__writes",
+                "cw__unknown",
+                "cw__declared",
+                "cw__draft"
+            ]
         );
         let owners = Exposure {
             owners: vec!["ops".into()],

@@ -207,7 +207,10 @@ impl McpClient {
             .get("inputSchema")
             .cloned()
             .unwrap_or_else(crate::tool::any_object_schema);
-        let declared_output = listed.get("outputSchema").filter(|s| s.is_object()).cloned();
+        let declared_output = listed
+            .get("outputSchema")
+            .filter(|s| s.is_object())
+            .cloned();
         let has_output_schema = declared_output.is_some();
         let output_schema = declared_output.unwrap_or_else(unstructured_schema);
         let client = Arc::clone(self);
@@ -227,7 +230,12 @@ impl McpClient {
             .input_schema(strip_meta_schema(input_schema))
             .output_schema(strip_meta_schema(output_schema))
             .timeout_seconds(Some(self.spec.timeout_seconds))
-            .cacheable(self.spec.cacheable.iter().any(|c| c == remote || *c == name))
+            .cacheable(
+                self.spec
+                    .cacheable
+                    .iter()
+                    .any(|c| c == remote || *c == name),
+            )
             .read_only(read_only_from_annotations(listed.get("annotations")))
             .build()
             .map_err(|err| mcp_error(&self.spec, format!("tool `{remote}`: {err}")))
@@ -241,12 +249,12 @@ impl McpClient {
     ) -> Result<Value, ToolFailure> {
         let server = &self.spec.name;
         let result = self.call(tool, input).await.map_err(|err| match err {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                ToolFailure::of_kind(
-                    "McpConnectionClosed",
-                    format!("MCP server `{server}` closed the connection during `{tool}` (did it exit?)"),
-                )
-            }
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => ToolFailure::of_kind(
+                "McpConnectionClosed",
+                format!(
+                    "MCP server `{server}` closed the connection during `{tool}` (did it exit?)"
+                ),
+            ),
             ServiceError::McpError(error) => ToolFailure::of_kind(
                 "McpProtocolError",
                 format!(

@@ -245,7 +245,10 @@ mod tests {
         )
         .unwrap();
         let err = check(json!([{"tool_name": "nope"}]), &open, &[]).unwrap_err();
-        assert!(err.contains("step 0") && err.contains("unknown tool `nope`"), "{err}");
+        assert!(
+            err.contains("step 0") && err.contains("unknown tool `nope`"),
+            "{err}"
+        );
         let err = check(
             json!([{"tool_name": "fetch", "input_mapping": {"u": "{{raw.x}}"}},
                    {"tool_name": "notify", "output_key": "raw"}]),
@@ -253,7 +256,10 @@ mod tests {
             &[],
         )
         .unwrap_err();
-        assert!(err.contains("step 0") && err.contains("only step 1"), "{err}");
+        assert!(
+            err.contains("step 0") && err.contains("only step 1"),
+            "{err}"
+        );
         let err = check(
             json!([{"tool_name": "fetch"}, {"tool_name": "notify", "input_mapping": {"t": "{{missing}}"}}]),
             &open,
@@ -263,9 +269,16 @@ mod tests {
         assert!(err.contains("step 1") && err.contains("`missing`"), "{err}");
         let err = check(json!([{"tool_name": "pipeline"}]), &open, &[]).unwrap_err();
         assert!(err.contains("step 0") && err.contains("cycle"), "{err}");
-        let err = check(json!([{"tool_name": "fetch"}, {"tool_name": "other"}]), &open, &["other"])
-            .unwrap_err();
-        assert!(err.contains("step 1") && err.contains("chain tool"), "{err}");
+        let err = check(
+            json!([{"tool_name": "fetch"}, {"tool_name": "other"}]),
+            &open,
+            &["other"],
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("step 1") && err.contains("chain tool"),
+            "{err}"
+        );
         let narrow = ChainPolicy {
             allow_create: true,
             allowed_tools: vec!["fetch".into()],

@@ -13,9 +13,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::{Map, Value, json};
 
-use chainweaver_recorder::model::flow::{
-    FlowDefinition, FlowServing, FlowStatus, RegisteredFlow,
-};
+use chainweaver_recorder::model::flow::{FlowDefinition, FlowServing, FlowStatus, RegisteredFlow};
 
 use super::catalog::{self, Exposure, META_KEY, ServedFlow};
 use super::dynamic::{self, ChainPolicy};
@@ -191,7 +189,12 @@ impl FlowServer {
         })
     }
 
-    fn manage(&self, name: &str, arguments: Map<String, Value>, policy: &ChainPolicy) -> CallAnswer {
+    fn manage(
+        &self,
+        name: &str,
+        arguments: Map<String, Value>,
+        policy: &ChainPolicy,
+    ) -> CallAnswer {
         let outcome = match name {
             dynamic::CREATE => self.create(arguments, policy),
             dynamic::LIST => Ok((self.list_chains(), false)),
@@ -243,10 +246,17 @@ impl FlowServer {
             .map(|f| f.definition.name().to_string())
             .filter(|n| *n != chain.name)
             .collect();
-        let mut reserved: BTreeSet<String> =
-            dynamic::MANAGEMENT_TOOLS.iter().map(|s| s.to_string()).collect();
+        let mut reserved: BTreeSet<String> = dynamic::MANAGEMENT_TOOLS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         if let Ok(served) = self.served.read() {
-            reserved.extend(served.values().filter(|f| !f.is_chain).map(|f| f.tool_name.clone()));
+            reserved.extend(
+                served
+                    .values()
+                    .filter(|f| !f.is_chain)
+                    .map(|f| f.tool_name.clone()),
+            );
         }
         dynamic::check_chain(chain, self.tools(), policy, &others, &reserved)
     }
@@ -329,7 +339,10 @@ impl FlowServer {
             .any(|k| arguments.contains_key(*k));
         if !changes_definition {
             let Some(activate) = activate else {
-                return Err("nothing to update: give description, input_schema, chain_config or activate".into());
+                return Err(
+                    "nothing to update: give description, input_schema, chain_config or activate"
+                        .into(),
+                );
             };
             let status = if activate {
                 FlowStatus::Active
@@ -355,7 +368,9 @@ impl FlowServer {
         let version = next_version(Some(current.definition.version().to_string()));
         let stored = self.register_chain(&definition, version, status, policy)?;
         for old in self.chain_versions() {
-            if old.definition.name() == name && old.definition.version() != stored.definition.version() {
+            if old.definition.name() == name
+                && old.definition.version() != stored.definition.version()
+            {
                 self.set_status(&old, FlowStatus::Retired)?;
             }
         }

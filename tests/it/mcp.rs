@@ -66,7 +66,13 @@ fn tools_of_a_python_mcp_server_are_tools_with_the_recorded_shapes() {
     );
     let tools = load_manifest(&manifest).unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
-    for wanted in ["ex__lookup_user", "ex__add", "ex__greet", "ex__fail", "ex__slow"] {
+    for wanted in [
+        "ex__lookup_user",
+        "ex__add",
+        "ex__greet",
+        "ex__fail",
+        "ex__slow",
+    ] {
         assert!(names.contains(&wanted), "{wanted} missing from {names:?}");
     }
     let get = |name: &str| tools.get(name).unwrap();
@@ -146,7 +152,11 @@ fn a_timeout_cancels_the_call_at_the_server() {
     }
     assert!(seen.contains("cancelled 120"), "server log: {seen:?}");
     // The session is still usable after a cancelled call.
-    let sum = tools.get("add").unwrap().run(obj(json!({"a": 2, "b": 3}))).unwrap();
+    let sum = tools
+        .get("add")
+        .unwrap()
+        .run(obj(json!({"a": 2, "b": 3})))
+        .unwrap();
     assert_eq!(Value::Object(sum), json!({"total": 5}));
 }
 
@@ -158,7 +168,11 @@ fn a_server_that_exits_or_garbles_gives_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = example_manifest(dir.path(), "timeout_seconds = 5");
     let tools = load_manifest(&manifest).unwrap();
-    let err = tools.get("garble").unwrap().run(JsonObject::new()).unwrap_err();
+    let err = tools
+        .get("garble")
+        .unwrap()
+        .run(JsonObject::new())
+        .unwrap_err();
     let text = err.to_string();
     assert!(text.contains("garble"), "{text}");
     assert!(
@@ -167,7 +181,11 @@ fn a_server_that_exits_or_garbles_gives_clear_errors() {
     );
 
     let tools = load_manifest(&manifest).unwrap();
-    let err = tools.get("exit_now").unwrap().run(JsonObject::new()).unwrap_err();
+    let err = tools
+        .get("exit_now")
+        .unwrap()
+        .run(JsonObject::new())
+        .unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("exit_now") && text.contains("example") && text.contains("closed"),
@@ -225,7 +243,9 @@ fn tools_of_the_npm_everything_server() {
     )
     .unwrap();
     let tools = load_manifest(&manifest).unwrap();
-    let echo = tools.get("ev__echo").expect("the everything server has echo");
+    let echo = tools
+        .get("ev__echo")
+        .expect("the everything server has echo");
     let out = echo.run(obj(json!({"message": "hi there"}))).unwrap();
     assert_eq!(out["is_error"], json!(false));
     assert!(
@@ -279,11 +299,11 @@ fn flows_fixture(dir: &Path) -> PathBuf {
     let manifest = example_manifest(dir, "timeout_seconds = 20");
     let flows = [
         json!({"name": "user_total", "version": "1.0.0",
-               "description": "Look a user up and add two numbers",
-               "steps": [
-                   {"tool_name": "lookup_user", "input_mapping": {"user_id": "user_id"}},
-                   {"tool_name": "add", "input_mapping": {"a": "a", "b": "b"}}
-               ]}),
+        "description": "Look a user up and add two numbers",
+        "steps": [
+            {"tool_name": "lookup_user", "input_mapping": {"user_id": "user_id"}},
+            {"tool_name": "add", "input_mapping": {"a": "a", "b": "b"}}
+        ]}),
         json!({"name": "failing", "version": "1.0.0",
                "steps": [
                    {"tool_name": "add", "input_mapping": {"a": "a", "b": "b"}},
@@ -299,9 +319,19 @@ fn flows_fixture(dir: &Path) -> PathBuf {
         std::fs::write(&path, flow.to_string()).unwrap();
         let out = crate::chainweaver(
             dir,
-            &["flows", "register", path.to_str().unwrap(), "--tools", manifest.to_str().unwrap()],
+            &[
+                "flows",
+                "register",
+                path.to_str().unwrap(),
+                "--tools",
+                manifest.to_str().unwrap(),
+            ],
         );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     manifest
 }
@@ -316,17 +346,37 @@ fn run_and_validate_a_flow_whose_tools_are_mcp_tools() {
     let flow = dir.path().join("user_total.json");
     let out = crate::chainweaver(
         dir.path(),
-        &["flows", "validate", flow.to_str().unwrap(), "--tools", manifest.to_str().unwrap()],
+        &[
+            "flows",
+            "validate",
+            flow.to_str().unwrap(),
+            "--tools",
+            manifest.to_str().unwrap(),
+        ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = crate::chainweaver(
         dir.path(),
         &[
-            "--format", "json", "run", flow.to_str().unwrap(), "--tools",
-            manifest.to_str().unwrap(), "--input", r#"{"user_id": "u2", "a": 20, "b": 22}"#,
+            "--format",
+            "json",
+            "run",
+            flow.to_str().unwrap(),
+            "--tools",
+            manifest.to_str().unwrap(),
+            "--input",
+            r#"{"user_id": "u2", "a": 20, "b": 22}"#,
         ],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let saved: Value = serde_json::from_slice(&out.stdout).unwrap();
     let output = &saved["final_output"];
     assert_eq!(output["name"], json!("Grace"));
@@ -502,7 +552,12 @@ fn chain_tools_are_managed_through_mcp() {
     assert_eq!(r[5]["isError"], json!(false), "{}", r[5]);
     assert_eq!(out["success"], json!(false));
     assert_eq!(out["steps"][0]["success"], json!(false));
-    assert!(out["steps"][0]["error"].as_str().unwrap().contains("nobody"));
+    assert!(
+        out["steps"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("nobody")
+    );
     assert_eq!(out["steps"][1]["success"], json!(true));
     assert_eq!(out["final_result"]["total"], json!(5), "{out}");
     // Bad chains are refused with a tool error naming the step.
@@ -526,7 +581,12 @@ fn chain_tools_are_managed_through_mcp() {
         .collect();
     assert_eq!(listed_names, ["tolerant", "user_greeting"]);
     // Updated: a new version, used at once.
-    assert_eq!(r[10]["structuredContent"]["version"], json!("2.0.0"), "{}", r[10]);
+    assert_eq!(
+        r[10]["structuredContent"]["version"],
+        json!("2.0.0"),
+        "{}",
+        r[10]
+    );
     assert_eq!(
         r[11]["structuredContent"]["final_result"]["content"],
         json!("Hello, grace@example.com!")
@@ -545,10 +605,20 @@ fn chain_tools_are_managed_through_mcp() {
     // Chains persist in the store as flows with their lifecycle.
     let out = crate::chainweaver(
         dir.path(),
-        &["--store", store.to_str().unwrap(), "--format", "json", "flows", "list"],
+        &[
+            "--store",
+            store.to_str().unwrap(),
+            "--format",
+            "json",
+            "flows",
+            "list",
+        ],
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("tolerant") && text.contains("RETIRED"), "{text}");
+    assert!(
+        text.contains("tolerant") && text.contains("RETIRED"),
+        "{text}"
+    );
 
     // --no-create: no create tool, and the persisted chain is still served.
     let mut no_create: Vec<&str> = serve.to_vec();
@@ -604,10 +674,7 @@ fn serve_over_streamable_http() {
     let served = Served(child);
     let mut lines = std::io::BufReader::new(stderr).lines();
     let url = loop {
-        let line = lines
-            .next()
-            .expect("serve printed its address")
-            .unwrap();
+        let line = lines.next().expect("serve printed its address").unwrap();
         if let Some(rest) = line.strip_prefix("serve: streamable HTTP on ") {
             break rest.trim().to_string();
         }

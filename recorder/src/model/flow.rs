@@ -471,7 +471,8 @@ pub struct SafetyContract {
 impl SafetyContract {
     /// Safe to expose without asking: no side effects beyond reading, no approval needed.
     pub fn is_read_only(&self) -> bool {
-        matches!(self.side_effects, SideEffects::None | SideEffects::Read) && !self.requires_approval
+        matches!(self.side_effects, SideEffects::None | SideEffects::Read)
+            && !self.requires_approval
     }
 }
 
