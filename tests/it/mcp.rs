@@ -444,10 +444,16 @@ fn serve_flows_to_the_python_client_in_both_eras() {
 }
 
 #[test]
-fn chain_tools_are_managed_through_mcp() {
+fn chain_tools_are_managed_through_mcp_in_both_eras() {
     if !python_mcp() {
         return;
     }
+    for mode in ["legacy", "auto"] {
+        chain_tools_session(mode);
+    }
+}
+
+fn chain_tools_session(mode: &str) {
     let dir = tempfile::tempdir().unwrap();
     let manifest = example_manifest(dir.path(), "timeout_seconds = 20");
     let store = dir.path().join("chainweaver.db");
@@ -524,7 +530,7 @@ fn chain_tools_are_managed_through_mcp() {
         {"op": "list_tools"},
         {"op": "call", "name": "user_greeting", "arguments": {"user_id": "u2"}}
     ]);
-    let document = python_client("legacy", &serve, &operations);
+    let document = python_client(mode, &serve, &operations);
     let r = &document["results"];
     assert_eq!(r[0]["isError"], json!(false), "{}", r[0]);
     assert_eq!(r[1]["seen"], json!(true), "list_changed after create");
@@ -624,7 +630,7 @@ fn chain_tools_are_managed_through_mcp() {
     let mut no_create: Vec<&str> = serve.to_vec();
     no_create.push("--no-create");
     let document = python_client(
-        "legacy",
+        mode,
         &no_create,
         &json!([{"op": "list_tools"}, {"op": "call", "name": "tolerant", "arguments": {"user_id": "u1"}}]),
     );
@@ -719,4 +725,91 @@ fn serve_over_streamable_http() {
         assert_eq!(output["total"], json!(11));
     }
     drop(served);
+}
+
+/// Ten recorded traces of `lookup_user(user_id) -> greet(name = lookup_user.name)`, with the
+/// outputs shaped as the recording proxy stores them; the tenth greets with a stale answer.
+fn greeting_traces() -> Vec<chainweaver_recorder::model::TraceWithSteps> {
+    use chainweaver_recorder::model::mcp::tool_outputs;
+    use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
+    (0..10)
+        .map(|i| {
+            let id = format!("{}-{i}", if i < 5 { "mined" } else { "held" });
+            let (user, name, email, plan) = if i % 2 == 0 {
+                ("u1", "Ada", "ada@example.com", "pro")
+            } else {
+                ("u2", "Grace", "grace@example.com", "free")
+            };
+            let mut lookup = ObservedStep::new(&id, 0, "lookup_user", json!({"user_id": user}));
+            let structured = json!({"user_id": user, "name": name, "email": email, "plan": plan});
+            let answer = json!({"content": [{"type": "text", "text": structured.to_string()}],
+                                "structuredContent": structured});
+            lookup.outputs = Some(Value::Object(tool_outputs(&answer, true).unwrap()));
+            let greeting = if i == 9 {
+                "Hi, Grace."
+            } else {
+                &format!("Hello, {name}!")
+            };
+            let mut greet = ObservedStep::new(&id, 1, "greet", json!({"name": name}));
+            let answer = json!({"content": [{"type": "text", "text": greeting}]});
+            greet.outputs = Some(Value::Object(tool_outputs(&answer, false).unwrap()));
+            TraceWithSteps {
+                trace: ObservedTrace::new(&id, "mcp"),
+                steps: vec![lookup, greet],
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn verify_live_replays_against_a_real_mcp_server() {
+    use chainweaver::verify::{HeldOut, IgnorePaths, ToolSource, Verifier, VerifyOptions};
+    use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig};
+    use chainweaver_recorder::model::candidate::VerdictStatus;
+    if !python_mcp() {
+        return;
+    }
+    let traces = greeting_traces();
+    let candidate = ChainAnalyzer::new(MineConfig::default())
+        .analyze(&traces[..5])
+        .unwrap()
+        .candidates
+        .into_iter()
+        .find(|c| c.tools == ["lookup_user", "greet"])
+        .expect("lookup_user -> greet is mined");
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = example_manifest(dir.path(), "timeout_seconds = 20");
+    let verifier = |allow_side_effects: bool| {
+        Verifier::new(
+            ToolSource::Live {
+                tools: load_manifest(&manifest).unwrap(),
+                allow_side_effects,
+                ignore: IgnorePaths::default(),
+            },
+            VerifyOptions::default(),
+        )
+    };
+    // `greet` declares no annotations, so its safety is unknown: refused without permission.
+    let err = verifier(false)
+        .verify(&candidate, &HeldOut::new(traces[5..].iter().collect()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("greet"), "{err}");
+    let verdict = verifier(true)
+        .verify(&candidate, &HeldOut::new(traces[5..9].iter().collect()))
+        .unwrap();
+    assert_eq!(verdict.mode, "live");
+    assert_eq!(verdict.status, VerdictStatus::Verified, "{verdict:#?}");
+    assert_eq!(
+        (verdict.exact_matches, verdict.occurrences_replayed),
+        (4, 4)
+    );
+    // The stale recording differs from what the live server answers now, at the pointer.
+    let verdict = verifier(true)
+        .verify(&candidate, &HeldOut::new(traces[5..].iter().collect()))
+        .unwrap();
+    assert_eq!(verdict.exact_matches, 4, "{verdict:#?}");
+    let diff = &verdict.diffs[0];
+    assert_eq!((diff.step, diff.tool_name.as_str()), (1, "greet"));
+    assert_eq!(diff.pointer, "/outputs/content");
 }
