@@ -813,3 +813,147 @@ fn verify_live_replays_against_a_real_mcp_server() {
     assert_eq!((diff.step, diff.tool_name.as_str()), (1, "greet"));
     assert_eq!(diff.pointer, "/outputs/content");
 }
+
+#[test]
+fn serve_list_shows_what_the_exposure_flags_choose() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("tools.toml");
+    std::fs::write(
+        &manifest,
+        "[[tool]]\nname = \"get\"\nargv = [\"cat\"]\nread_only = true\n\n\
+         [[tool]]\nname = \"put\"\nargv = [\"cat\"]\nread_only = false\n",
+    )
+    .unwrap();
+    for (name, tool, status, owner) in [
+        ("reads", "get", "active", "support"),
+        ("writes", "put", "active", "support"),
+        ("drafted", "get", "draft", "billing"),
+    ] {
+        let path = dir.path().join(format!("{name}.json"));
+        let flow =
+            json!({"name": name, "steps": [{"tool_name": tool}], "metadata": {"owner": owner}});
+        std::fs::write(&path, flow.to_string()).unwrap();
+        let out = crate::chainweaver(
+            dir.path(),
+            &[
+                "flows",
+                "register",
+                path.to_str().unwrap(),
+                "--status",
+                status,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let listed = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "--format",
+            "json",
+            "serve",
+            "--tools",
+            manifest.to_str().unwrap(),
+            "--list",
+        ];
+        args.extend_from_slice(extra);
+        let out = crate::chainweaver(dir.path(), &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let document: Value = serde_json::from_slice(&out.stdout).unwrap();
+        document["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(listed(&[]), ["reads"]);
+    assert_eq!(listed(&["--allow-side-effects"]), ["reads", "writes"]);
+    assert_eq!(
+        listed(&[
+            "--lifecycle",
+            "draft",
+            "--lifecycle",
+            "active",
+            "--owner",
+            "billing"
+        ]),
+        ["drafted"]
+    );
+    assert_eq!(
+        listed(&["--flow", "writes", "--prefix", "cw"]),
+        ["cw__writes"]
+    );
+    assert_eq!(
+        listed(&["--chain-tools", "--no-create"]),
+        [
+            "list_dynamic_tools",
+            "update_dynamic_tool",
+            "disable_dynamic_tool",
+            "delete_dynamic_tool",
+            "reads"
+        ]
+    );
+    let out = crate::chainweaver(
+        dir.path(),
+        &[
+            "serve",
+            "--tools",
+            manifest.to_str().unwrap(),
+            "--chain-tools",
+            "--allow-tool",
+            "nope",
+            "--list",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
+}
+
+#[test]
+fn a_flow_whose_tool_server_dies_answers_a_tool_error() {
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = example_manifest(dir.path(), "timeout_seconds = 20");
+    let path = dir.path().join("crasher.json");
+    std::fs::write(
+        &path,
+        json!({"name": "crasher", "steps": [{"tool_name": "exit_now"}]}).to_string(),
+    )
+    .unwrap();
+    let out = crate::chainweaver(dir.path(), &["flows", "register", path.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = dir.path().join("chainweaver.db");
+    let serve = [
+        env!("CARGO_BIN_EXE_chainweaver"),
+        "--store",
+        store.to_str().unwrap(),
+        "serve",
+        "--tools",
+        manifest.to_str().unwrap(),
+        "--flow",
+        "crasher",
+    ];
+    let call = json!({"op": "call", "name": "crasher", "arguments": {}});
+    let document = python_client("legacy", &serve, &json!([call, call]));
+    for result in document["results"].as_array().unwrap() {
+        assert_eq!(result["isError"], json!(true), "{result}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.contains("step 0") && text.contains("exit_now") && text.contains("closed"),
+            "{text}"
+        );
+    }
+}
