@@ -52,6 +52,9 @@ _chainweaver() {
             chainweaver,run)
                 cmd="chainweaver__subcmd__run"
                 ;;
+            chainweaver,serve)
+                cmd="chainweaver__subcmd__serve"
+                ;;
             chainweaver,traces)
                 cmd="chainweaver__subcmd__traces"
                 ;;
@@ -171,6 +174,9 @@ _chainweaver() {
                 ;;
             chainweaver__subcmd__help,run)
                 cmd="chainweaver__subcmd__help__subcmd__run"
+                ;;
+            chainweaver__subcmd__help,serve)
+                cmd="chainweaver__subcmd__help__subcmd__serve"
                 ;;
             chainweaver__subcmd__help,traces)
                 cmd="chainweaver__subcmd__help__subcmd__traces"
@@ -308,7 +314,7 @@ _chainweaver() {
 
     case "${cmd}" in
         chainweaver)
-            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay completions help"
+            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay serve completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1034,7 +1040,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help)
-            opts="analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay completions help"
+            opts="analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay serve completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1342,6 +1348,20 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1773,6 +1793,60 @@ _chainweaver() {
                     return 0
                     ;;
                 --save)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__serve)
+            opts="-q -h -V --tools --http --flow --lifecycle --allow-side-effects --owner --prefix --chain-tools --no-create --allow-tool --name --list --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --flow)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lifecycle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --owner)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-tool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -146,6 +146,10 @@ pub enum Error {
     /// The store holds no candidates to verify.
     #[error("the store holds no candidates to verify")]
     NoCandidates,
+    /// An MCP server could not be reached, spoke out of turn, or failed a request; or `serve`
+    /// could not start.
+    #[error("MCP server `{server}`: {message}")]
+    Mcp { server: String, message: String },
     /// No stored candidate has this id or rank.
     #[error("no candidate `{wanted}` among the {stored} stored")]
     UnknownCandidate { wanted: String, stored: usize },
@@ -210,6 +214,7 @@ impl Error {
             Error::NothingToMine { .. } => "nothing_to_mine",
             Error::NoCandidates => "no_candidates",
             Error::UnknownCandidate { .. } => "unknown_candidate",
+            Error::Mcp { .. } => "mcp",
         }
     }
 

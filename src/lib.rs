@@ -12,6 +12,8 @@
 //! - [`replay`]: replay in verify and execute modes.
 //! - [`chain_tool`]: chain tools (`chain_config`) run by the executor; reading them and their
 //!   conversion to flows is in [`flow::chain`].
+//! - [`mcp`]: MCP servers' tools as tools (inbound), flows and chain tools served over MCP
+//!   (outbound); the only module that knows the MCP library.
 //! - [`verify`]: replay mined candidates against held-out traffic with recorded (cassette) or
 //!   live tools, and decide their verdicts.
 
@@ -25,6 +27,7 @@ pub mod collect;
 pub mod error;
 pub mod executor;
 pub mod flow;
+pub mod mcp;
 pub mod pipeline;
 pub mod registry;
 pub mod replay;

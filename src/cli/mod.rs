@@ -20,6 +20,7 @@ mod import;
 mod mine;
 mod output;
 mod progress;
+mod serve;
 mod store;
 mod traces;
 mod tui;
@@ -159,6 +160,19 @@ pub enum Command {
     Flows(flows::FlowsArgs),
     /// Replay a saved execution result and compare it step by step.
     Replay(replay::ReplayArgs),
+    /// Serve registered flows, and chain tools made at runtime, as MCP tools.
+    ///
+    /// Each served flow is one tool an agent calls instead of the calls it stands for. By
+    /// default the ACTIVE flows that are safe to call without asking are served: those declaring
+    /// a read-only safety contract without approval (`metadata.safety`), or whose every tool
+    /// declared itself read-only. `--flow` names flows explicitly; `--lifecycle`,
+    /// `--allow-side-effects` and `--owner` widen or narrow the default. A tool's arguments are
+    /// the flow input's top-level fields; a failed flow answers `isError: true` naming the step
+    /// that failed. The flows' tools come from `--tools` manifests: command tools and MCP
+    /// servers (`[[mcp_server]]`).
+    ///
+    /// With stdio, stdout carries the protocol and messages go to stderr. See docs/mcp.md.
+    Serve(serve::ServeArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
 }
@@ -231,6 +245,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Run(args) => run::run(args, global),
         Command::Flows(args) => flows::run(args, global),
         Command::Replay(args) => replay::run(args, global),
+        Command::Serve(args) => serve::run(args, global),
         Command::Completions(args) => completions::run(args),
     }
 }

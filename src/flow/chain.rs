@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use chainweaver_recorder::model::flow::{Flow, FlowStep, OnError};
+use chainweaver_recorder::model::flow::{Flow, FlowStep, OnError, serving_keys};
 
 /// One step of a chain tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,7 +150,10 @@ impl ChainTool {
             })
             .collect();
         let mut metadata = Map::new();
-        metadata.insert("imported_from".into(), Value::String("chain_config".into()));
+        metadata.insert(
+            serving_keys::IMPORTED_FROM.into(),
+            Value::String(serving_keys::FROM_CHAIN_CONFIG.into()),
+        );
         Flow {
             name: self.name.clone(),
             version: "1.0.0".into(),

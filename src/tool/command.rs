@@ -11,6 +11,8 @@
 //! output_schema = { type = "object" }
 //! ```
 //!
+//! `[[mcp_server]]` tables add the tools of MCP servers (see [`crate::mcp::manifest`]).
+//!
 //! The program gets the validated input as one JSON object on stdin and answers one JSON object
 //! on stdout. A non-zero exit, a missing program or output that is not JSON fails the call with
 //! a message naming the tool and the manifest. On timeout the child is killed. A tool without
@@ -35,6 +37,8 @@ pub const DEFAULT_TIMEOUT_SECONDS: f64 = 60.0;
 struct Manifest {
     #[serde(default)]
     tool: Vec<ManifestTool>,
+    #[serde(default)]
+    mcp_server: Vec<crate::mcp::manifest::McpServerEntry>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,8 +95,10 @@ pub fn parse_manifest(text: &str, path: &Path, dir: &Path) -> Result<ToolRegistr
         message,
     };
     let manifest: Manifest = toml::from_str(text).map_err(|err| manifest_error(err.to_string()))?;
-    if manifest.tool.is_empty() {
-        return Err(manifest_error("declares no [[tool]]".into()));
+    if manifest.tool.is_empty() && manifest.mcp_server.is_empty() {
+        return Err(manifest_error(
+            "declares no [[tool]] and no [[mcp_server]]".into(),
+        ));
     }
     let mut registry = ToolRegistry::new();
     for entry in manifest.tool {
@@ -152,6 +158,19 @@ pub fn parse_manifest(text: &str, path: &Path, dir: &Path) -> Result<ToolRegistr
             .build()
             .map_err(|err| manifest_error(err.to_string()))?;
         registry.register(tool);
+    }
+    for entry in manifest.mcp_server {
+        let spec = entry.into_spec(path, dir).map_err(manifest_error)?;
+        for tool in crate::mcp::connect_tools(&spec)? {
+            if registry.get(tool.name()).is_some() {
+                return Err(manifest_error(format!(
+                    "tool `{}` of mcp_server `{}` is declared twice (set a `prefix`)",
+                    tool.name(),
+                    spec.name
+                )));
+            }
+            registry.register(tool);
+        }
     }
     Ok(registry)
 }

@@ -7,6 +7,7 @@ mod cli;
 mod collect;
 mod executor;
 mod import_cli;
+mod mcp;
 mod outputs;
 mod readme;
 mod tui;

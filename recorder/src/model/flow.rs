@@ -387,6 +387,109 @@ pub struct RegisteredFlow {
     pub definition: FlowDefinition,
 }
 
+/// What a flow declares about being served as a tool: who owns it, what it may do, what it
+/// replaces. Kept in the flow's `metadata` (a flow file writes these keys beside its steps);
+/// [`FlowServing::from_metadata`] reads them, [`FlowServing::write_into`] writes them, and other
+/// metadata keys are left alone.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlowServing {
+    /// The team or person answerable for the flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The flow's own safety declaration; without one, it is derived from its tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety: Option<SafetyContract>,
+    /// The tools one call of the flow stands in for (default: its steps' tools).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replaces_tools: Vec<String>,
+    /// Model round trips one call saves (default: steps - 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_trips_saved: Option<u64>,
+    /// Set on flows created as chain tools at runtime: the `chain_config` they were created
+    /// with, as given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_config: Option<Value>,
+}
+
+/// The metadata keys [`FlowServing`] owns.
+pub mod serving_keys {
+    pub const OWNER: &str = "owner";
+    pub const SAFETY: &str = "safety";
+    pub const REPLACES_TOOLS: &str = "replaces_tools";
+    pub const ROUND_TRIPS_SAVED: &str = "round_trips_saved";
+    pub const CHAIN_CONFIG: &str = "chain_config";
+    /// Set by chain-tool import (`chain_config`): where a flow came from.
+    pub const IMPORTED_FROM: &str = "imported_from";
+    /// The value of [`IMPORTED_FROM`] for chain tools.
+    pub const FROM_CHAIN_CONFIG: &str = "chain_config";
+}
+
+impl FlowServing {
+    /// Read the serving keys of a flow's metadata; a key holding the wrong shape is an error
+    /// naming it.
+    pub fn from_metadata(metadata: &Map<String, Value>) -> Result<Self, String> {
+        let mut own = Map::new();
+        for key in [
+            serving_keys::OWNER,
+            serving_keys::SAFETY,
+            serving_keys::REPLACES_TOOLS,
+            serving_keys::ROUND_TRIPS_SAVED,
+            serving_keys::CHAIN_CONFIG,
+        ] {
+            if let Some(value) = metadata.get(key) {
+                own.insert(key.to_string(), value.clone());
+            }
+        }
+        serde_json::from_value(Value::Object(own)).map_err(|err| format!("flow metadata: {err}"))
+    }
+
+    /// Write the set fields into a flow's metadata (unset ones are removed).
+    pub fn write_into(&self, metadata: &mut Map<String, Value>) {
+        for key in [
+            serving_keys::OWNER,
+            serving_keys::SAFETY,
+            serving_keys::REPLACES_TOOLS,
+            serving_keys::ROUND_TRIPS_SAVED,
+            serving_keys::CHAIN_CONFIG,
+        ] {
+            metadata.remove(key);
+        }
+        if let Ok(Value::Object(own)) = serde_json::to_value(self) {
+            metadata.extend(own);
+        }
+    }
+}
+
+/// What a flow (or tool) may do to the world, and whether a person must approve a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SafetyContract {
+    pub side_effects: SideEffects,
+    #[serde(default)]
+    pub requires_approval: bool,
+}
+
+impl SafetyContract {
+    /// Safe to expose without asking: no side effects beyond reading, no approval needed.
+    pub fn is_read_only(&self) -> bool {
+        matches!(self.side_effects, SideEffects::None | SideEffects::Read)
+            && !self.requires_approval
+    }
+}
+
+/// How far a call reaches beyond reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum SideEffects {
+    #[serde(alias = "none")]
+    None,
+    #[serde(alias = "read")]
+    Read,
+    #[serde(alias = "write")]
+    Write,
+    #[serde(alias = "destructive")]
+    Destructive,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -461,5 +564,29 @@ mod tests {
         let err = OnError::parse("retry").unwrap_err();
         assert!(err.contains("`retry`"), "{err}");
         assert!(OnError::parse("fallback:").is_err());
+    }
+
+    #[test]
+    fn serving_metadata_reads_writes_and_names_bad_keys() {
+        let mut metadata = json!({"mined_candidate": "c1", "owner": "payments",
+            "safety": {"side_effects": "read"}, "round_trips_saved": 2})
+        .as_object()
+        .cloned()
+        .unwrap();
+        let mut serving = FlowServing::from_metadata(&metadata).unwrap();
+        assert_eq!(serving.owner.as_deref(), Some("payments"));
+        assert!(serving.safety.unwrap().is_read_only());
+        serving.safety = Some(SafetyContract {
+            side_effects: SideEffects::Write,
+            requires_approval: false,
+        });
+        serving.owner = None;
+        serving.write_into(&mut metadata);
+        assert_eq!(metadata["mined_candidate"], json!("c1"));
+        assert_eq!(metadata["safety"]["side_effects"], json!("WRITE"));
+        assert!(!metadata.contains_key("owner"));
+        let bad = json!({"safety": {"side_effects": "maybe"}});
+        let err = FlowServing::from_metadata(bad.as_object().unwrap()).unwrap_err();
+        assert!(err.contains("maybe"), "{err}");
     }
 }
