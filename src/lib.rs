@@ -12,6 +12,8 @@
 //! - [`replay`]: replay in verify and execute modes.
 //! - [`chain_tool`]: chain tools (`chain_config`) run by the executor; reading them and their
 //!   conversion to flows is in [`flow::chain`].
+//! - [`proxy`]: the MCP recording proxy (`chainweaver record`): relay a server's stdio and
+//!   record its `tools/call` traffic as traces.
 //! - [`verify`]: replay mined candidates against held-out traffic with recorded (cassette) or
 //!   live tools, and decide their verdicts.
 
@@ -26,6 +28,7 @@ pub mod error;
 pub mod executor;
 pub mod flow;
 pub mod pipeline;
+pub mod proxy;
 pub mod registry;
 pub mod replay;
 pub mod tool;

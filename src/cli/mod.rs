@@ -20,6 +20,7 @@ mod import;
 mod mine;
 mod output;
 mod progress;
+mod record;
 mod store;
 mod traces;
 mod tui;
@@ -145,6 +146,8 @@ pub enum Command {
     Verdicts(verify::VerdictsCommand),
     /// Receive OpenTelemetry traces over OTLP/HTTP and store their tool calls.
     Collect(collect::CollectArgs),
+    /// Stand in front of an MCP server (stdio) and record the tool calls it answers.
+    Record(record::RecordArgs),
     /// Inspect stored traces: list, show, stats, export, convert.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
@@ -225,6 +228,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Verify(args) => verify::run_verify(args, global),
         Command::Verdicts(command) => verify::run_verdicts(command, global),
         Command::Collect(args) => collect::run(args, global),
+        Command::Record(args) => record::run(args, global),
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
         Command::Tui(args) => tui::run(args, global),

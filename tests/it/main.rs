@@ -9,6 +9,7 @@ mod executor;
 mod import_cli;
 mod outputs;
 mod readme;
+mod record;
 mod tui;
 mod verify;
 
