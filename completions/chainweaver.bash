@@ -46,6 +46,9 @@ _chainweaver() {
             chainweaver,patterns)
                 cmd="chainweaver__subcmd__patterns"
                 ;;
+            chainweaver,record)
+                cmd="chainweaver__subcmd__record"
+                ;;
             chainweaver,replay)
                 cmd="chainweaver__subcmd__replay"
                 ;;
@@ -165,6 +168,9 @@ _chainweaver() {
                 ;;
             chainweaver__subcmd__help,patterns)
                 cmd="chainweaver__subcmd__help__subcmd__patterns"
+                ;;
+            chainweaver__subcmd__help,record)
+                cmd="chainweaver__subcmd__help__subcmd__record"
                 ;;
             chainweaver__subcmd__help,replay)
                 cmd="chainweaver__subcmd__help__subcmd__replay"
@@ -308,7 +314,7 @@ _chainweaver() {
 
     case "${cmd}" in
         chainweaver)
-            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay completions help"
+            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1034,7 +1040,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help)
-            opts="analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay completions help"
+            opts="analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1316,6 +1322,20 @@ _chainweaver() {
         chainweaver__subcmd__help__subcmd__patterns__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__record)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1685,6 +1705,36 @@ _chainweaver() {
             fi
             case "${prev}" in
                 --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__record)
+            opts="-q -h -V --trace-by --shutdown-grace --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --trace-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --shutdown-grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

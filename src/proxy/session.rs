@@ -100,7 +100,7 @@ pub struct ObserverCounts {
 /// The requests the observer waits to see answered.
 #[derive(Debug)]
 enum Pending {
-    ToolCall(PendingCall),
+    ToolCall(Box<PendingCall>),
     ToolsList,
     Initialize,
     Discover,
@@ -201,7 +201,7 @@ impl Observer {
             .pending
             .drain()
             .filter_map(|(_, pending)| match pending {
-                Pending::ToolCall(call) => Some(call),
+                Pending::ToolCall(call) => Some(*call),
                 _ => None,
             })
             .collect();
@@ -293,7 +293,7 @@ impl Observer {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
                     .or_else(|| self.info.protocol_version.clone());
-                Pending::ToolCall(PendingCall {
+                Pending::ToolCall(Box::new(PendingCall {
                     trace: self.trace_key(meta),
                     tool: tool.to_owned(),
                     arguments: params
@@ -303,7 +303,7 @@ impl Observer {
                     request_id: id.clone(),
                     protocol_version,
                     started: at,
-                })
+                }))
             }
             "tools/list" => Pending::ToolsList,
             "initialize" if direction == Direction::ToServer => Pending::Initialize,
