@@ -401,19 +401,13 @@ fn observe(
                     Direction::ToClient => &mut to_client,
                 };
                 framer.push(&bytes, gap, |line| {
-                    let session = observer.session();
-                    let info = observer.info().clone();
-                    observer.line(direction, line, at, &mut calls);
-                    if observer.session() != session {
-                        // The calls of the old session were pushed before the new one began.
-                        for call in calls.drain(..) {
-                            sink.record(call, &info);
-                        }
-                        sink.end_session(session, &info);
-                    }
+                    observer.line(direction, line, at, &mut calls)
                 });
                 for call in calls.drain(..) {
                     sink.record(call, observer.info());
+                }
+                for (session, info) in observer.take_ended() {
+                    sink.end_session(session, &info);
                 }
             }
             Tapped::End { at } => {

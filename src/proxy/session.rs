@@ -141,6 +141,8 @@ pub struct Observer {
     /// Whether the current session has made any request (a later `initialize` starts a new one).
     session_used: bool,
     info: SessionInfo,
+    /// Sessions that ended (a later `initialize` began), with what they said about themselves.
+    ended: Vec<(u32, SessionInfo)>,
     counts: ObserverCounts,
 }
 
@@ -156,6 +158,7 @@ impl Observer {
             session: 0,
             session_used: false,
             info: SessionInfo::default(),
+            ended: Vec::new(),
             counts: ObserverCounts::default(),
         }
     }
@@ -170,13 +173,19 @@ impl Observer {
         self.session
     }
 
+    /// The sessions that ended since the last call (a later `initialize` began a new one), each
+    /// with what it said about itself.
+    pub fn take_ended(&mut self) -> Vec<(u32, SessionInfo)> {
+        std::mem::take(&mut self.ended)
+    }
+
     /// What was counted so far.
     pub fn counts(&self) -> ObserverCounts {
         self.counts
     }
 
-    /// Read one message line; push the calls it ended to `calls`. A new session (a second
-    /// `initialize`) is reported by [`session`](Self::session) changing.
+    /// Read one message line; push the calls it ended to `calls`. A session that ended (a
+    /// second `initialize` began) is reported by [`take_ended`](Self::take_ended).
     pub fn line(&mut self, direction: Direction, line: &[u8], at: Instant, calls: &mut Vec<Call>) {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
@@ -260,8 +269,9 @@ impl Observer {
             .and_then(Value::as_object);
         if direction == Direction::ToServer && method == "initialize" {
             if self.session_used {
+                let info = std::mem::take(&mut self.info);
+                self.ended.push((self.session, info));
                 self.session += 1;
-                self.info = SessionInfo::default();
             }
             if let Some(params) = params {
                 self.learn_string(params.get("protocolVersion"), |info| {
@@ -748,6 +758,13 @@ mod tests {
         feed.send(ToServer, json!({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}));
         assert_eq!(feed.observer.session(), 1);
         assert_eq!(feed.observer.info().client_info, None);
+        let ended = feed.observer.take_ended();
+        assert_eq!(ended.len(), 1);
+        assert_eq!(ended[0].0, 0);
+        assert_eq!(
+            ended[0].1.server_info,
+            Some(json!({"name": "srv", "version": "2"}))
+        );
     }
 
     #[test]

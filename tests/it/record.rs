@@ -621,3 +621,81 @@ fn a_missing_server_command_is_a_clear_error() {
     let out = crate::chainweaver(dir.path(), &["record"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The npm "everything" server's executable, installed by `.ci/run` under
+/// `$CHAINWEAVER_MCP_PEERS` (default `$CARGO_TARGET_DIR/mcp-peers`); `None` (skip) when it is
+/// missing, except under CI.
+#[allow(clippy::print_stderr)]
+fn everything_server() -> Option<PathBuf> {
+    let peers = std::env::var_os("CHAINWEAVER_MCP_PEERS")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR").map(|t| PathBuf::from(t).join("mcp-peers"))
+        })
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/mcp-peers"));
+    let server = peers.join("node_modules/.bin/mcp-server-everything");
+    if server.exists() {
+        return Some(server);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but the npm everything server is missing at {} (.ci/run installs it)",
+        server.display()
+    );
+    eprintln!("skipping: no npm everything server at {}", server.display());
+    None
+}
+
+#[test]
+fn the_npm_everything_server_is_recorded_as_its_client_saw_it() {
+    let Some(_) = python_with_mcp() else { return };
+    let Some(everything) = everything_server() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("traces.db");
+    let server = vec![
+        env!("CARGO_BIN_EXE_chainweaver").to_owned(),
+        "--store".to_owned(),
+        store.display().to_string(),
+        "record".to_owned(),
+        "--".to_owned(),
+        everything.display().to_string(),
+        "stdio".to_owned(),
+    ];
+    let plan = json!([
+        {"tool": "echo", "arguments": {"message": "hello everything"}},
+        {"tool": "get-sum", "arguments": {"a": 2, "b": 40}},
+        {"tool": "get-structured-content", "arguments": {"location": "Chicago"}},
+        {"tool": "trigger-long-running-operation", "arguments": {"duration": 0.3, "steps": 3}}
+    ]);
+    let (tools, records, _) = run_client(dir.path(), &plan, "legacy", false, &server);
+    assert_eq!(tools["get-structured-content"], true);
+    assert_eq!(records.len(), 4);
+    assert!(
+        records.iter().all(|r| r.get("result").is_some()),
+        "{records:?}"
+    );
+    let traces = traces(&store);
+    assert_eq!(traces.len(), 1);
+    let trace = &traces[0];
+    assert_eq!(trace.steps.len(), 4);
+    for (step, record) in trace.steps.iter().zip(&records) {
+        assert_step_matches(step, record, &tools);
+        assert_eq!(step.inputs, record["arguments"]);
+    }
+    assert!(
+        trace.steps[2]
+            .outputs
+            .as_ref()
+            .unwrap()
+            .get("temperature")
+            .is_some_and(Value::is_number),
+        "structured content: {:?}",
+        trace.steps[2].outputs
+    );
+    assert_eq!(
+        trace.trace.metadata[trace_meta::SERVER_INFO]["name"],
+        json!("mcp-servers/everything")
+    );
+}
