@@ -105,6 +105,12 @@ fn render(report: &RecordReport, global: &Global) -> String {
     } else if let Some(error) = &report.store_error {
         lines.push(format!("record: the store reported: {error}"));
     }
+    if report.recorder_unfinished {
+        lines.push(
+            "record: the store did not finish writing in time (slow or locked): calls of this run may NOT be recorded"
+                .to_owned(),
+        );
+    }
     if report.unobserved_bytes > 0 {
         lines.push(format!(
             "record: {} relayed bytes were not observed (the recorder fell behind); calls in them are not recorded",

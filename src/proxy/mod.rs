@@ -80,7 +80,7 @@ impl RecordOptions {
             shutdown_grace: Duration::from_secs(5),
             tap_capacity: 4096,
             max_message_bytes: 256 * 1024 * 1024,
-            flush_timeout: Duration::from_secs(10),
+            flush_timeout: Duration::from_secs(2),
             recorder: RecorderConfig {
                 // Each step is committed within a few milliseconds, so a crash of the proxy
                 // loses at most the last moments.
@@ -120,12 +120,18 @@ pub struct RecordReport {
     pub skipped_messages: u64,
     /// Why calls were not stored, if some were not.
     pub store_error: Option<String>,
+    /// The recorder had not finished storing when the proxy had to exit (the store is slow or
+    /// locked): the counts above are then unknown, and calls of this run may not be stored.
+    pub recorder_unfinished: bool,
 }
 
 impl RecordReport {
     /// Whether anything that should have been recorded was not.
     pub fn lost_anything(&self) -> bool {
-        self.steps_lost > 0 || self.unobserved_bytes > 0 || self.skipped_messages > 0
+        self.steps_lost > 0
+            || self.unobserved_bytes > 0
+            || self.skipped_messages > 0
+            || self.recorder_unfinished
     }
 }
 
@@ -221,15 +227,35 @@ pub fn record(
         // Let the server-to-client relay pass on what the child wrote last.
         drain_output(&incoming, options.shutdown_grace);
     }
-    // The observer gets the flush timeout to take in what is queued and store it, and a little
-    // more to report; a store that is stuck does not hold the exit longer than that.
+    // The observer gets the flush timeout to take in what is queued and store it; a store that
+    // is stuck does not hold the exit longer than that, nor past a signal (an MCP client that
+    // closed stdin kills a server that does not exit within a few seconds).
     let deadline = Instant::now() + options.flush_timeout;
     let _ = tap.send_deadline(Tapped::End { at: Instant::now() }, deadline);
     drop(tap);
-    let observed = observer
-        .recv_deadline(deadline + options.flush_timeout / 4 + Duration::from_secs(1))
-        .ok();
+    let observed = await_observer(&observer, &incoming, deadline + Duration::from_millis(500));
     Ok(report(ended.status, ended.ended_by, observed, &loss))
+}
+
+/// The observer's result, unless the deadline passes or a signal comes first.
+fn await_observer(
+    observer: &Receiver<Observed>,
+    events: &Receiver<Event>,
+    deadline: Instant,
+) -> Option<Observed> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        crossbeam_channel::select! {
+            recv(observer) -> observed => return observed.ok(),
+            recv(events) -> event => match event {
+                Ok(Event::Signal(_)) => return None,
+                Ok(_) => {}
+                // No event source is left; only the observer can still answer.
+                Err(_) => return observer.recv_deadline(deadline).ok(),
+            },
+            default(left) => return None,
+        }
+    }
 }
 
 /// What the observer thread hands back.
@@ -265,10 +291,7 @@ fn report(
             report.malformed_lines = observed.malformed_lines;
             report.skipped_messages = observed.skipped_messages;
         }
-        None => {
-            report.store_error =
-                Some("the recorder did not finish in time; the last calls may be lost".into());
-        }
+        None => report.recorder_unfinished = true,
     }
     report
 }

@@ -606,6 +606,40 @@ fn an_unusable_store_does_not_stop_the_traffic_and_the_loss_is_reported() {
 }
 
 #[test]
+fn a_locked_store_does_not_hold_the_traffic_back() {
+    let Some(_) = python_with_mcp() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("traces.db");
+    drop(SqliteStore::open(&store).unwrap());
+    // Another program holds the store locked for the whole session.
+    let lock = rusqlite::Connection::open(&store).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let plan = sequential_plan();
+    let (_, records, output) = run_client(
+        dir.path(),
+        &plan,
+        "legacy",
+        false,
+        &record_command(&store, &[]),
+    );
+    assert_eq!(records.len(), 6);
+    assert!(
+        records.iter().all(|r| r.get("result").is_some()),
+        "{records:?}"
+    );
+    assert_eq!(
+        records[5]["result"]["structuredContent"],
+        json!({"sum": 42})
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("may NOT be recorded") || stderr.contains("were NOT recorded"),
+        "stderr: {stderr}"
+    );
+    lock.execute_batch("ROLLBACK").unwrap();
+}
+
+#[test]
 fn a_missing_server_command_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = crate::chainweaver(
