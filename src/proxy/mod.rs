@@ -184,33 +184,37 @@ pub fn record(
             command: command_line.clone(),
             source,
         })?;
+    let outcome = relay(&mut child, &options, command_line, on_signal);
+    if outcome.is_err() {
+        // The relay could not be set up: the child must not outlive the proxy.
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    outcome
+}
+
+/// Relay between the proxy's stdio and the child's until the child exits, then report.
+fn relay(
+    child: &mut Child,
+    options: &RecordOptions,
+    command_line: String,
+    on_signal: impl FnOnce(Sender<Signal>) + Send + 'static,
+) -> Result<RecordReport> {
     let origin = (Instant::now(), Utc::now());
-    let (child_stdin, child_stdout) = match (child.stdin.take(), child.stdout.take()) {
-        (Some(stdin), Some(stdout)) => (stdin, stdout),
-        _ => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Error::ProxySpawn {
-                command: command_line,
-                source: io::Error::other("the child's pipes were not set up"),
-            });
-        }
+    let (Some(child_stdin), Some(child_stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(Error::ProxySpawn {
+            command: command_line,
+            source: io::Error::other("the child's pipes were not set up"),
+        });
     };
-    let (client_in, client_out) = match own_stdio() {
-        Ok(pair) => pair,
-        Err(source) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Error::Io {
-                path: PathBuf::from("<stdio>"),
-                source,
-            });
-        }
-    };
+    let (client_in, client_out) = own_stdio().map_err(|source| Error::Io {
+        path: PathBuf::from("<stdio>"),
+        source,
+    })?;
 
     let (tap, copies) = crossbeam_channel::bounded(options.tap_capacity.max(1));
     let loss = Arc::new(TapLoss::default());
-    let observer = spawn_observer(&options, command_line, copies, origin)?;
+    let observer = spawn_observer(options, command_line, copies, origin)?;
     let (events, incoming) = crossbeam_channel::unbounded();
     spawn_pumps(
         (client_in, child_stdin),
@@ -222,7 +226,7 @@ pub fn record(
     let (signals, signalled) = crossbeam_channel::unbounded();
     spawn_signal_forwarder(on_signal, signals, signalled, events)?;
 
-    let ended = supervise(&mut child, &incoming, options.shutdown_grace);
+    let ended = supervise(child, &incoming, options.shutdown_grace);
     if !ended.output_done {
         // Let the server-to-client relay pass on what the child wrote last.
         drain_output(&incoming, options.shutdown_grace);
