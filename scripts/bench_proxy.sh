@@ -27,3 +27,6 @@ export CHAINWEAVER_BIN="$target/release/chainweaver"
 # shellcheck disable=SC2086
 "$target/release/examples/bench_proxy" lossless "$lossless_calls" "$window" "$work/lossless.db" \
     "$work/tap" -- $server
+# Every call of the lossless run is a stored step.
+"$target/release/chainweaver" --store "$work/lossless.db" --format json traces stats \
+    | python3 -c 'import json, sys; d = json.load(sys.stdin); print(json.dumps({"stored_steps": sum(t["calls"] for t in d["tools"])}))'
