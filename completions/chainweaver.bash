@@ -46,14 +46,14 @@ _chainweaver() {
             chainweaver,patterns)
                 cmd="chainweaver__subcmd__patterns"
                 ;;
+            chainweaver,record)
+                cmd="chainweaver__subcmd__record"
+                ;;
             chainweaver,replay)
                 cmd="chainweaver__subcmd__replay"
                 ;;
             chainweaver,run)
                 cmd="chainweaver__subcmd__run"
-                ;;
-            chainweaver,serve)
-                cmd="chainweaver__subcmd__serve"
                 ;;
             chainweaver,traces)
                 cmd="chainweaver__subcmd__traces"
@@ -169,14 +169,14 @@ _chainweaver() {
             chainweaver__subcmd__help,patterns)
                 cmd="chainweaver__subcmd__help__subcmd__patterns"
                 ;;
+            chainweaver__subcmd__help,record)
+                cmd="chainweaver__subcmd__help__subcmd__record"
+                ;;
             chainweaver__subcmd__help,replay)
                 cmd="chainweaver__subcmd__help__subcmd__replay"
                 ;;
             chainweaver__subcmd__help,run)
                 cmd="chainweaver__subcmd__help__subcmd__run"
-                ;;
-            chainweaver__subcmd__help,serve)
-                cmd="chainweaver__subcmd__help__subcmd__serve"
                 ;;
             chainweaver__subcmd__help,traces)
                 cmd="chainweaver__subcmd__help__subcmd__traces"
@@ -314,7 +314,7 @@ _chainweaver() {
 
     case "${cmd}" in
         chainweaver)
-            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay serve completions help"
+            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1040,7 +1040,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help)
-            opts="analyze import mine patterns candidates verify verdicts collect traces tui datasets run flows replay serve completions help"
+            opts="analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1333,6 +1333,20 @@ _chainweaver() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chainweaver__subcmd__help__subcmd__record)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chainweaver__subcmd__help__subcmd__replay)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -1348,20 +1362,6 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help__subcmd__run)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        chainweaver__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1723,6 +1723,36 @@ _chainweaver() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        chainweaver__subcmd__record)
+            opts="-q -h -V --trace-by --shutdown-grace --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --trace-by)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --shutdown-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         chainweaver__subcmd__replay)
             opts="-q -h -V --mode --tools --flow --param --allow-side-effects --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1793,60 +1823,6 @@ _chainweaver() {
                     return 0
                     ;;
                 --save)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --store)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --format)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        chainweaver__subcmd__serve)
-            opts="-q -h -V --tools --http --flow --lifecycle --allow-side-effects --owner --prefix --chain-tools --no-create --allow-tool --name --list --store --format --quiet --help --version"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --tools)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --http)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --flow)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --lifecycle)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --owner)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --prefix)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --allow-tool)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

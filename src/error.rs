@@ -127,6 +127,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// The recording proxy could not start the MCP server it stands in front of.
+    #[error("cannot start the MCP server `{command}`: {source}")]
+    ProxySpawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] chainweaver_recorder::RecorderError),
@@ -208,6 +215,7 @@ impl Error {
             Error::Runtime(_) => "runtime",
             Error::Io { .. } => "io",
             Error::Listen { .. } => "listen",
+            Error::ProxySpawn { .. } => "proxy_spawn",
             Error::Store(_) => "store",
             Error::Analyzer(_) => "mine",
             Error::ImportStopped { .. } => "import",

@@ -14,6 +14,8 @@
 //!   conversion to flows is in [`flow::chain`].
 //! - [`mcp`]: MCP servers' tools as tools (inbound), flows and chain tools served over MCP
 //!   (outbound); the only module that knows the MCP library.
+//! - [`proxy`]: the MCP recording proxy (`chainweaver record`): relay a server's stdio and
+//!   record its `tools/call` traffic as traces.
 //! - [`verify`]: replay mined candidates against held-out traffic with recorded (cassette) or
 //!   live tools, and decide their verdicts.
 
@@ -29,6 +31,7 @@ pub mod executor;
 pub mod flow;
 pub mod mcp;
 pub mod pipeline;
+pub mod proxy;
 pub mod registry;
 pub mod replay;
 pub mod tool;

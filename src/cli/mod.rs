@@ -21,6 +21,7 @@ mod mine;
 mod output;
 mod progress;
 mod serve;
+mod record;
 mod store;
 mod traces;
 mod tui;
@@ -146,6 +147,24 @@ pub enum Command {
     Verdicts(verify::VerdictsCommand),
     /// Receive OpenTelemetry traces over OTLP/HTTP and store their tool calls.
     Collect(collect::CollectArgs),
+    /// Stand in front of an MCP server (stdio) and record the tool calls it answers.
+    ///
+    /// Put `chainweaver record --` in front of the server's command in the MCP client's
+    /// configuration. The client's messages reach the server, and the server's the client, byte
+    /// for byte; the server's stderr is passed on. Each `tools/call` is paired with its answer and
+    /// stored as a step (arguments as inputs, the result as outputs, an `isError` result or a
+    /// JSON-RPC error as a failed step), redacted like every recorded step. Both protocol eras are
+    /// read: the `initialize` handshake and 2026-07-28 requests carrying `_meta`.
+    ///
+    /// Recording never holds traffic back: if the store is slow, locked or cannot be written, the
+    /// calls still flow, and what was not recorded is reported on stderr at exit. The summary goes
+    /// to stderr (stdout is the client's); `--format json` prints it as JSON, `--quiet` only when
+    /// something was lost.
+    ///
+    /// The exit status is the server's (128 + n when a signal n ended it). When the client closes
+    /// stdin the server gets `--shutdown-grace` seconds to exit, then SIGTERM, then SIGKILL;
+    /// SIGTERM, SIGINT and SIGHUP sent to the proxy are passed on to the server.
+    Record(record::RecordArgs),
     /// Inspect stored traces: list, show, stats, export, convert.
     #[command(subcommand)]
     Traces(traces::TracesCommand),
@@ -239,6 +258,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Verify(args) => verify::run_verify(args, global),
         Command::Verdicts(command) => verify::run_verdicts(command, global),
         Command::Collect(args) => collect::run(args, global),
+        Command::Record(args) => record::run(args, global),
         Command::Traces(command) => traces::run(command, global),
         Command::Datasets(command) => datasets::run(command, global),
         Command::Tui(args) => tui::run(args, global),

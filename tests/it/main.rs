@@ -10,6 +10,7 @@ mod import_cli;
 mod mcp;
 mod outputs;
 mod readme;
+mod record;
 mod tui;
 mod verify;
 

@@ -38,6 +38,36 @@ pub mod trace_meta {
     pub const SERVER_INFO: &str = "mcp.server_info";
     /// The client's name and version from its `initialize` request (or a request's `_meta`).
     pub const CLIENT_INFO: &str = "mcp.client_info";
+    /// The protocol version the session used: negotiated by `initialize`, or declared in the
+    /// requests' `_meta` (2026-07-28 and later).
+    pub const PROTOCOL_VERSION: &str = "mcp.protocol_version";
+    /// What the calls of the trace share under the proxy's `--trace-by` rule: the client's name
+    /// and version, or the value of the request `_meta` key it names.
+    pub const TRACE_KEY: &str = "mcp.trace_key";
+}
+
+/// The `error_type` of a recorded MCP call that did not produce an output.
+pub mod error_type {
+    /// The server answered with `isError: true`.
+    pub const TOOL_ERROR: &str = "mcp_tool_error";
+    /// The result was not a `CallToolResult` of the shape its tool declares.
+    pub const MALFORMED_RESULT: &str = "mcp_malformed_result";
+    /// The server answered with a JSON-RPC error.
+    pub const JSONRPC_ERROR: &str = "mcp_jsonrpc_error";
+    /// The requester cancelled the call (`notifications/cancelled`).
+    pub const CANCELLED: &str = "mcp_cancelled";
+    /// The session ended (or the server exited) before the call was answered.
+    pub const NO_RESPONSE: &str = "mcp_no_response";
+}
+
+/// The `_meta` keys of the 2026-07-28 protocol, carried by every request and result.
+pub mod wire_meta {
+    /// The protocol version a request is made in.
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's name and version.
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The server's name and version, on results.
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 }
 
 /// The source name of traces recorded from MCP traffic.
@@ -50,6 +80,23 @@ pub enum CallFailure {
     ToolError(String),
     /// The result is not a `CallToolResult` of the shape its tool declares.
     Malformed(String),
+}
+
+impl CallFailure {
+    /// The `error_type` a step recording this failure carries.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            CallFailure::ToolError(_) => error_type::TOOL_ERROR,
+            CallFailure::Malformed(_) => error_type::MALFORMED_RESULT,
+        }
+    }
+
+    /// The message alone (the server's text, or what is wrong with the result).
+    pub fn message(&self) -> &str {
+        match self {
+            CallFailure::ToolError(message) | CallFailure::Malformed(message) => message,
+        }
+    }
 }
 
 impl std::fmt::Display for CallFailure {
