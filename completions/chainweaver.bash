@@ -55,6 +55,9 @@ _chainweaver() {
             chainweaver,run)
                 cmd="chainweaver__subcmd__run"
                 ;;
+            chainweaver,serve)
+                cmd="chainweaver__subcmd__serve"
+                ;;
             chainweaver,traces)
                 cmd="chainweaver__subcmd__traces"
                 ;;
@@ -177,6 +180,9 @@ _chainweaver() {
                 ;;
             chainweaver__subcmd__help,run)
                 cmd="chainweaver__subcmd__help__subcmd__run"
+                ;;
+            chainweaver__subcmd__help,serve)
+                cmd="chainweaver__subcmd__help__subcmd__serve"
                 ;;
             chainweaver__subcmd__help,traces)
                 cmd="chainweaver__subcmd__help__subcmd__traces"
@@ -314,7 +320,7 @@ _chainweaver() {
 
     case "${cmd}" in
         chainweaver)
-            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay completions help"
+            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay serve completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1040,7 +1046,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help)
-            opts="analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay completions help"
+            opts="analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay serve completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1362,6 +1368,20 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help__subcmd__run)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1823,6 +1843,60 @@ _chainweaver() {
                     return 0
                     ;;
                 --save)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__serve)
+            opts="-q -h -V --tools --http --flow --lifecycle --allow-side-effects --owner --prefix --chain-tools --no-create --allow-tool --name --list --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --tools)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --http)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --flow)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lifecycle)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --owner)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-tool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --name)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

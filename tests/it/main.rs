@@ -8,6 +8,7 @@ mod collect;
 mod executor;
 mod import_cli;
 mod mcp;
+mod mcp_loop;
 mod outputs;
 mod readme;
 mod record;
