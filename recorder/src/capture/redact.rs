@@ -24,6 +24,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use aho_corasick::AhoCorasick;
 use regex::{Captures, Regex, RegexSet};
 use serde_json::{Map, Value};
 
@@ -125,26 +126,40 @@ impl SecretKey {
 #[derive(Debug, Clone)]
 pub struct RedactionPolicy {
     secret_keys: Vec<SecretKey>,
+    /// Finds the words of `secret_keys` (pattern `i` is `secret_keys[i]`) in a key in one pass:
+    /// every imported string is looked at, so one search per word was most of an import's time.
+    key_finder: Option<AhoCorasick>,
     patterns: Vec<Regex>,
     /// How many of `patterns`, from the first, are the built-in ones.
     builtin_patterns: usize,
     max_string_bytes: Option<usize>,
 }
 
+/// The finder of `keys`' words; `None` when there are none (or, never expected of plain words,
+/// when the automaton cannot be built: then every key is looked at word by word).
+fn key_finder(keys: &[SecretKey]) -> Option<AhoCorasick> {
+    if keys.is_empty() {
+        return None;
+    }
+    AhoCorasick::new(keys.iter().map(|key| key.word.as_str())).ok()
+}
+
 impl Default for RedactionPolicy {
     fn default() -> Self {
+        let secret_keys: Vec<SecretKey> = BUILTIN_SECRET_KEYS
+            .iter()
+            .map(|word| SecretKey {
+                word: (*word).to_owned(),
+                exempt_suffixes: if *word == "token" {
+                    TOKEN_COUNTER_SUFFIXES
+                } else {
+                    &[]
+                },
+            })
+            .collect();
         Self {
-            secret_keys: BUILTIN_SECRET_KEYS
-                .iter()
-                .map(|word| SecretKey {
-                    word: (*word).to_owned(),
-                    exempt_suffixes: if *word == "token" {
-                        TOKEN_COUNTER_SUFFIXES
-                    } else {
-                        &[]
-                    },
-                })
-                .collect(),
+            key_finder: key_finder(&secret_keys),
+            secret_keys,
             patterns: BUILTIN_REGEXES.clone(),
             builtin_patterns: BUILTIN_REGEXES.len(),
             max_string_bytes: Some(DEFAULT_MAX_STRING_BYTES),
@@ -157,6 +172,7 @@ impl RedactionPolicy {
     pub fn none() -> Self {
         Self {
             secret_keys: Vec::new(),
+            key_finder: None,
             patterns: Vec::new(),
             builtin_patterns: 0,
             max_string_bytes: None,
@@ -173,6 +189,7 @@ impl RedactionPolicy {
                 word,
                 exempt_suffixes: &[],
             });
+            self.key_finder = key_finder(&self.secret_keys);
         }
         self
     }
@@ -252,9 +269,23 @@ impl RedactionPolicy {
             return false;
         }
         let normalized = normalize_key(key);
-        self.secret_keys
-            .iter()
-            .any(|secret| secret.matches(&normalized))
+        let Some(finder) = &self.key_finder else {
+            return self
+                .secret_keys
+                .iter()
+                .any(|secret| secret.matches(&normalized));
+        };
+        // Every occurrence of every word, overlapping ones included, as `matches` looks at each.
+        finder
+            .find_overlapping_iter(normalized.as_ref())
+            .any(|found| {
+                let secret = &self.secret_keys[found.pattern().as_usize()];
+                let rest = &normalized[found.end()..];
+                !secret
+                    .exempt_suffixes
+                    .iter()
+                    .any(|suffix| rest.starts_with(suffix))
+            })
     }
 
     /// `text` with every secret pattern replaced and the size cap applied; borrowed when nothing
@@ -463,6 +494,38 @@ mod tests {
     #[test]
     fn every_builtin_pattern_compiles() {
         assert_eq!(BUILTIN_REGEXES.len(), BUILTIN_PATTERNS.len());
+    }
+
+    #[test]
+    fn the_one_pass_key_finder_agrees_with_looking_for_each_word() {
+        let policy = RedactionPolicy::default().with_secret_key("X-Tenant_ID");
+        let keys = [
+            "api_key",
+            "apiKey",
+            "max_tokens",
+            "token",
+            "tokens_used",
+            "x-auth-token",
+            "token_count",
+            "refresh_token",
+            "passwd",
+            "user",
+            "query",
+            "Authorization",
+            "secret_tokens",
+            "tokentoken",
+            "x_tenant_id",
+            "tenant",
+            "",
+            "prompt_tokens_details",
+        ];
+        for key in keys {
+            let normalized = normalize_key(key);
+            let word_by_word = policy.secret_keys.iter().any(|s| s.matches(&normalized));
+            assert_eq!(policy.is_secret_key(key), word_by_word, "{key}");
+        }
+        assert!(policy.is_secret_key("x-auth-token"));
+        assert!(!policy.is_secret_key("max_tokens"));
     }
 
     #[test]
