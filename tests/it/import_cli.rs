@@ -294,3 +294,102 @@ fn redaction_flags_add_rules_or_turn_it_off() {
         stderr(&output)
     );
 }
+
+/// A BFCL multi-turn result file as the harness writes it (a `state_info` snapshot, then a turn
+/// of `step_N` lists), detected and imported through the binary; a single-turn line is rejected
+/// with its reason, and a token in a call's arguments is redacted.
+#[test]
+fn bfcl_results_import_by_detection_with_failures_and_rejects() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = |id: &str, token: &str| {
+        serde_json::json!({
+            "id": id,
+            "result": [[["cd(folder='document')", "post(token='x')"]]],
+            "inference_log": [
+                [{"role": "state_info", "class_name": "GorillaFileSystem", "content": {"root": {}}}],
+                {"begin_of_turn_query": [{"role": "user", "content": "go to document and post"}],
+                 "step_0": [
+                    {"role": "assistant", "content": [{"cd": "{\"folder\": \"document\"}"}]},
+                    {"role": "handler_log", "content": "Successfully decoded model response.",
+                     "model_response_decoded": ["cd(folder='document')",
+                                                format!("authenticate_twitter(username='ada', password='{token}')"),
+                                                "mv(source='a.txt')"]},
+                    {"role": "tool", "content": "{\"current_working_directory\": \"document\"}"},
+                    {"role": "tool", "content": "{\"authentication_status\": true}"},
+                    {"role": "tool", "content": "Error during execution: mv() missing 1 required positional argument: 'destination'"}
+                 ],
+                 "step_1": [
+                    {"role": "assistant", "content": "Done."},
+                    {"role": "handler_log", "content": "Successfully decoded model response.", "model_response_decoded": []}
+                 ]}
+            ],
+            "latency": [[0.8, 0.3]]
+        })
+        .to_string()
+    };
+    let text = format!(
+        "{}\n{}\n{}\n",
+        line("multi_turn_base_0", "hunter2-very-secret"),
+        line("multi_turn_base_1", "hunter3-very-secret"),
+        r#"{"id": "simple_0", "result": "[calculate_area(base=10, height=5)]"}"#
+    );
+    std::fs::write(dir.path().join("BFCL_v3_multi_turn_base_result.json"), text).unwrap();
+
+    let output = chainweaver(
+        dir.path(),
+        &[
+            "--format",
+            "json",
+            "import",
+            "BFCL_v3_multi_turn_base_result.json",
+        ],
+    );
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
+    let file = &json_of(&output)["files"][0];
+    assert_eq!(file["format"], "bfcl");
+    assert_eq!(file["traces"], 2);
+    assert_eq!(file["steps"], 6);
+    assert_eq!(file["failed_steps"], 2);
+    assert_eq!(file["rejects"][0]["line"], 3);
+    assert!(
+        file["rejects"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("inference_log"),
+        "{file}"
+    );
+    assert!(file["redacted"]["secrets"].as_u64().unwrap() >= 2, "{file}");
+
+    let shown = chainweaver(
+        dir.path(),
+        &["--format", "json", "traces", "show", "multi_turn_base_0"],
+    );
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let text = stdout(&shown);
+    assert!(
+        !text.contains("hunter2"),
+        "the password is redacted: {text}"
+    );
+    let trace = json_of(&shown);
+    let steps = trace["steps"].as_array().unwrap();
+    let tools: Vec<&str> = steps
+        .iter()
+        .map(|s| s["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["cd", "authenticate_twitter", "mv"]);
+    assert_eq!(
+        steps[0]["inputs"],
+        serde_json::json!({"folder": "document"})
+    );
+    assert_eq!(
+        steps[0]["outputs"],
+        serde_json::json!({"current_working_directory": "document"})
+    );
+    assert_eq!(steps[1]["inputs"]["username"], "ada");
+    assert!(
+        steps[2]["error_message"]
+            .as_str()
+            .unwrap()
+            .contains("missing 1 required positional argument")
+    );
+}
