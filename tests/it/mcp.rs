@@ -16,14 +16,14 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn script(name: &str) -> String {
+pub(crate) fn script(name: &str) -> String {
     repo().join("scripts").join(name).display().to_string()
 }
 
 /// True when `python3` can import the official `mcp` package. Under CI a missing package fails
 /// the test; elsewhere the test is skipped.
 #[allow(clippy::print_stderr)]
-fn python_mcp() -> bool {
+pub(crate) fn python_mcp() -> bool {
     let ok = Command::new("python3")
         .args(["-c", "import mcp"])
         .stderr(Stdio::null())
@@ -263,7 +263,7 @@ fn tools_of_the_npm_everything_server() {
 }
 
 /// Run a Python client script against a command (stdio) and return its JSON document.
-fn python_client(mode: &str, server: &[&str], operations: &Value) -> Value {
+pub(crate) fn python_client(mode: &str, server: &[&str], operations: &Value) -> Value {
     let mut child = Command::new("python3")
         .arg(script("mcp_client.py"))
         .args(["--mode", mode, "--"])

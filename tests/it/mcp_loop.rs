@@ -2,38 +2,13 @@
 //! server through `chainweaver record`, the recorded traffic is analyzed, the verified flow is
 //! promoted and served by `chainweaver serve`, and the same client calls the flow.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 use chainweaver_recorder::model::mcp::tool_outputs;
 use serde_json::{Value, json};
 
-fn script(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-/// True when python3 has the official MCP SDK; under CI a missing package fails the test.
-#[allow(clippy::print_stderr)]
-fn python_mcp() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok || std::env::var_os("CI").is_none(),
-        "CI is set but python3 cannot import the `mcp` package (.ci/requirements.txt installs it)"
-    );
-    if !ok {
-        eprintln!("skipping: python3 cannot import `mcp`");
-    }
-    ok
-}
+use crate::mcp::{python_client, python_mcp, script};
 
 /// The users the example server knows, and their names.
 const USERS: [(&str, &str); 2] = [("u1", "Ada"), ("u2", "Grace")];
@@ -164,32 +139,18 @@ fn recorded_mcp_traffic_becomes_a_served_flow_that_answers_as_the_tools_did() {
         {"op": "call", "name": flow_name, "arguments": {"user_id": "u2"}},
         {"op": "call", "name": flow_name, "arguments": {"user_id": "u1"}}
     ]);
-    let mut client = Command::new("python3")
-        .arg(script("mcp_client.py"))
-        .args([
-            "--mode", "legacy", "--", bin, "--store", &store_arg, "serve",
-        ])
-        .args(["--tools", manifest.to_str().unwrap(), "--flow", &flow_name])
-        .current_dir(dir.path())
-        .env_remove("CHAINWEAVER_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    client
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(operations.to_string().as_bytes())
-        .unwrap();
-    let served = client.wait_with_output().unwrap();
-    assert!(
-        served.status.success(),
-        "the client failed: {}",
-        String::from_utf8_lossy(&served.stderr)
-    );
-    let session: Value = serde_json::from_slice(&served.stdout).unwrap();
+    let manifest_arg = manifest.display().to_string();
+    let serve = [
+        bin,
+        "--store",
+        &store_arg,
+        "serve",
+        "--tools",
+        &manifest_arg,
+        "--flow",
+        &flow_name,
+    ];
+    let session = python_client("legacy", &serve, &operations);
     let results = session["results"].as_array().unwrap();
     let listed: Vec<&str> = results[0]
         .as_array()

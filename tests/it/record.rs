@@ -12,32 +12,12 @@ use chainweaver::recorder::model::{ObservedStep, TraceWithSteps};
 use chainweaver::recorder::store::{PageRequest, SqliteStore, TraceFilter, TraceStore};
 use serde_json::{Value, json};
 
-/// `python3` with the official MCP SDK, or `None` (skip) on a machine without it; under CI
-/// (`CI` set) a missing package fails the test.
-#[allow(clippy::print_stderr)]
+/// `python3` with the official MCP SDK, or `None` (skip); under CI a missing package fails.
 fn python_with_mcp() -> Option<&'static str> {
-    let found = Command::new("python3")
-        .args(["-c", "import mcp.client, mcp.server.mcpserver"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if found {
-        return Some("python3");
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set but python3 lacks the mcp package (pip install -r .ci/requirements.txt)"
-    );
-    eprintln!("skipping: python3 has no mcp package");
-    None
+    crate::mcp::python_mcp().then_some("python3")
 }
 
-fn script(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(name)
-        .display()
-        .to_string()
-}
+use crate::mcp::script;
 
 /// `chainweaver --store STORE record [extra] -- python3 scripts/mcp_record_server.py`.
 fn record_command(store: &Path, extra: &[&str]) -> Vec<String> {

@@ -121,12 +121,11 @@ fn read_step(
     step: u64,
     steps: &mut Vec<ObservedStep>,
 ) -> std::result::Result<bool, String> {
-    let role = |entry: &Value| entry.get("role").and_then(Value::as_str).map(str::to_owned);
     let mut calls: Option<Vec<String>> = None;
     let mut results: Vec<&Value> = Vec::new();
     let mut force_quit = false;
     for entry in entries {
-        match role(entry).as_deref() {
+        match entry.get("role").and_then(Value::as_str) {
             Some("handler_log") => {
                 if let Some(decoded) = entry.get(DECODED)
                     && calls.is_none()
