@@ -106,7 +106,8 @@ pub fn run(args: FlowsArgs, global: &Global) -> anyhow::Result<u8> {
                 reports.push(entry);
             }
             if global.format == OutputFormat::Json {
-                serde_json::to_writer_pretty(&mut out, &reports)?;
+                let document = json!({"schema_version": super::SCHEMA_VERSION, "files": reports});
+                serde_json::to_writer_pretty(&mut out, &document)?;
                 writeln!(out)?;
             } else {
                 for entry in &reports {
@@ -155,7 +156,9 @@ pub fn run(args: FlowsArgs, global: &Global) -> anyhow::Result<u8> {
                         })
                     })
                     .collect();
-                serde_json::to_writer_pretty(&mut out, &rows)?;
+                // Versioned like every other listing, so scripts can tell versions apart.
+                let document = json!({"schema_version": super::SCHEMA_VERSION, "flows": rows});
+                serde_json::to_writer_pretty(&mut out, &document)?;
                 writeln!(out)?;
             } else if flows.is_empty() {
                 writeln!(out, "no flows registered in {}", global.store.display())?;

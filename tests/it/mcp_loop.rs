@@ -117,8 +117,8 @@ fn recorded_mcp_traffic_becomes_a_served_flow_that_answers_as_the_tools_did() {
         &["--store", &store_arg, "--format", "json", "flows", "list"],
     );
     let flow_name = flows
-        .as_array()
-        .or_else(|| flows["flows"].as_array())
+        .get("flows")
+        .and_then(Value::as_array)
         .and_then(|flows| flows.first())
         .and_then(|flow| flow["name"].as_str())
         .unwrap_or_else(|| panic!("one flow is registered: {flows}"))

@@ -479,8 +479,9 @@ fn analyze_verifies_and_promote_registers_only_verified_flows() {
         String::from_utf8_lossy(&promoted.stderr)
     );
     let flows = json_ok(dir.path(), &["flows", "list"]);
+    assert_eq!(flows["schema_version"], json!(1), "{flows:#}");
     let status_of = |name: &str| {
-        flows
+        flows["flows"]
             .as_array()
             .unwrap()
             .iter()

@@ -202,7 +202,9 @@ fn flows_validate_reports_codes_and_pointers() {
         dir.path(),
     );
     assert_eq!(output.status.code(), Some(1));
-    let reports = stdout_json(&output);
+    let document = stdout_json(&output);
+    assert_eq!(document["schema_version"], json!(1), "{document}");
+    let reports = &document["files"];
     assert_eq!(reports[0]["ok"], json!(false));
     let findings = reports[0]["findings"].as_array().unwrap();
     assert!(

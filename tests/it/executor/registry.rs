@@ -103,7 +103,7 @@ fn flows_register_list_show_and_run_by_name_from_the_cli() {
         "draft",
     ]);
     let listed: Value = serde_json::from_str(&cli(&["--format", "json", "flows", "list"])).unwrap();
-    let rows: Vec<(String, String)> = listed
+    let rows: Vec<(String, String)> = listed["flows"]
         .as_array()
         .unwrap()
         .iter()
