@@ -9,7 +9,7 @@ Tools:
   fail          always a tool error (isError) with the reason given
   slow          sleeps; appends `cancelled <seconds>` to $MCP_EXAMPLE_LOG when cancelled
   exit_now      the server process exits in the middle of the call
-  garble        writes a line that is not JSON to stdout, then never answers
+  garble        writes a line that is not JSON onto the protocol stream, then never answers
 
 Usage: mcp_example_server.py            (stdio)
        mcp_example_server.py --http PORT (streamable HTTP on 127.0.0.1:PORT/mcp)
@@ -103,9 +103,17 @@ def exit_now() -> str:
 
 @server.tool(structured_output=False)
 async def garble() -> str:
-    """Writes a line that is not JSON-RPC to stdout, and never answers."""
-    sys.stdout.buffer.write(b"{this is not json\n")
-    sys.stdout.buffer.flush()
+    """Writes a line that is not JSON onto the protocol stream itself, and never answers.
+
+    The SDK serves the wire from a private copy of fd 1 and points fd 1 at stderr, so a plain
+    print never reaches the client; the garbled frame goes to the copy, as a broken transport's
+    would.
+    """
+    from mcp.server import stdio as sdk_stdio
+
+    claim = sdk_stdio._claims.get(1)
+    wire = claim.private_fd if claim is not None and claim.private_fd is not None else 1
+    os.write(wire, b"{this is not json\n")
     await anyio.sleep(3600)
     return "unreachable"
 

@@ -6,15 +6,17 @@
 //! calls it. The connection lives on the MCP runtime (one background thread for every client),
 //! so tools built here work from any caller, blocking or async.
 
-use std::sync::{Arc, OnceLock};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError};
-use rmcp::transport::TokioChildProcess;
 use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::process::{Child, ChildStdout};
 
 use chainweaver_recorder::model::mcp::{CallFailure, tool_outputs, unstructured};
 
@@ -63,6 +65,49 @@ pub struct McpClient {
     service: RunningService<RoleClient, ClientConfig>,
     /// The server's tools, as `tools/list` returned them.
     listed: Vec<Value>,
+    /// Why the server's output was cut off, when it wrote a line that is not JSON.
+    broken: Arc<Mutex<Option<String>>>,
+    /// The server process (killed when the client is dropped).
+    _child: Option<Child>,
+}
+
+/// The server's stdout as rmcp reads it, checked line by line on the way: rmcp skips a line
+/// that is not JSON, so a call answered with one would wait for its timeout. Such a line ends
+/// the session at once instead (rmcp then sees the stream close), and its reason is kept in
+/// `broken` for the calls' errors.
+fn checked_lines(stdout: ChildStdout, broken: Arc<Mutex<Option<String>>>) -> DuplexStream {
+    let (reader, mut writer) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stdout);
+        let mut line = Vec::new();
+        let mut number: u64 = 0;
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => number += 1,
+            }
+            let text = line.trim_ascii();
+            if !text.is_empty()
+                && let Err(err) = serde_json::from_slice::<serde::de::IgnoredAny>(text)
+            {
+                if let Ok(mut slot) = broken.lock() {
+                    *slot = Some(format!(
+                        "the server wrote line {number} of its output that is not JSON ({err})"
+                    ));
+                }
+                break;
+            }
+            if writer.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+    });
+    reader
+}
+
+fn broken_reason(broken: &Mutex<Option<String>>) -> Option<String> {
+    broken.lock().ok().and_then(|slot| slot.clone())
 }
 
 impl std::fmt::Debug for McpClient {
@@ -97,6 +142,8 @@ impl McpClient {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
             legacy_version: Some(ProtocolVersion::V_2025_11_25),
         };
+        let broken = Arc::new(Mutex::new(None));
+        let child: Option<Child>;
         let service = match &spec.endpoint {
             Endpoint::Command {
                 program,
@@ -105,20 +152,34 @@ impl McpClient {
                 dir,
             } => {
                 let mut command = tokio::process::Command::new(program);
-                command.args(args).envs(env).current_dir(dir);
-                let (transport, _) = TokioChildProcess::builder(command)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|err| {
-                        mcp_error(
-                            &spec,
-                            format!("cannot start `{}`: {err}", program.display()),
-                        )
-                    })?;
-                config
-                    .serve_with_lifecycle(transport, lifecycle)
-                    .await
-                    .map_err(|err| mcp_error(&spec, format!("the session did not start: {err}")))?
+                command
+                    .args(args)
+                    .envs(env)
+                    .current_dir(dir)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .kill_on_drop(true);
+                let cannot_start = |err: &dyn std::fmt::Display| {
+                    mcp_error(
+                        &spec,
+                        format!("cannot start `{}`: {err}", program.display()),
+                    )
+                };
+                let mut spawned = command.spawn().map_err(|err| cannot_start(&err))?;
+                let (Some(stdin), Some(stdout)) = (spawned.stdin.take(), spawned.stdout.take())
+                else {
+                    return Err(cannot_start(&"its stdin or stdout is not a pipe"));
+                };
+                child = Some(spawned);
+                let stdout = checked_lines(stdout, Arc::clone(&broken));
+                let started = config
+                    .serve_with_lifecycle((stdout, stdin), lifecycle)
+                    .await;
+                started.map_err(|err| {
+                    let reason = broken_reason(&broken).unwrap_or_else(|| err.to_string());
+                    mcp_error(&spec, format!("the session did not start: {reason}"))
+                })?
             }
             Endpoint::Url(url) => {
                 return Err(mcp_error(
@@ -142,6 +203,8 @@ impl McpClient {
             spec,
             service,
             listed,
+            broken,
+            _child: child,
         })
     }
 
@@ -249,12 +312,20 @@ impl McpClient {
     ) -> Result<Value, ToolFailure> {
         let server = &self.spec.name;
         let result = self.call(tool, input).await.map_err(|err| match err {
-            ServiceError::TransportClosed | ServiceError::TransportSend(_) => ToolFailure::of_kind(
-                "McpConnectionClosed",
-                format!(
-                    "MCP server `{server}` closed the connection during `{tool}` (did it exit?)"
-                ),
-            ),
+            ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                match broken_reason(&self.broken) {
+                    Some(reason) => ToolFailure::of_kind(
+                        "McpMalformedMessage",
+                        format!("MCP server `{server}` during `{tool}`: {reason}"),
+                    ),
+                    None => ToolFailure::of_kind(
+                        "McpConnectionClosed",
+                        format!(
+                            "MCP server `{server}` closed the connection during `{tool}` (did it exit?)"
+                        ),
+                    ),
+                }
+            }
             ServiceError::McpError(error) => ToolFailure::of_kind(
                 "McpProtocolError",
                 format!(
