@@ -635,37 +635,70 @@ fn load_mined(
     Ok(loaded)
 }
 
-/// The traces the chosen patterns' sampled occurrences sit in, once each, in storage order;
-/// the occurrences are renumbered to index the loaded traces.
+/// The steps the chosen patterns' sampled occurrences hold, each trace once with only those
+/// steps, in storage order; the occurrences are renumbered to index the loaded traces and
+/// their steps. Inference and the tool profiles read nothing else on this path, so payloads
+/// no occurrence holds are never read.
 fn load_sampled(
     store: &dyn TraceStore,
     chosen: &mut [ChosenPattern],
     trace_ids: &[String],
 ) -> Result<Vec<TraceWithSteps>> {
-    let mut needed: Vec<usize> = chosen
+    let mut needed: Vec<(usize, usize)> = chosen
         .iter()
-        .flat_map(|c| c.sample.occurrences.iter().map(|o| o.trace))
+        .flat_map(|c| {
+            c.sample
+                .occurrences
+                .iter()
+                .flat_map(|o| o.steps.iter().map(move |&s| (o.trace, s)))
+        })
         .collect();
     needed.sort_unstable();
     needed.dedup();
-    let ids: Vec<&str> = needed.iter().map(|&i| trace_ids[i].as_str()).collect();
-    let loaded = store.get_traces(&ids)?;
-    if loaded.len() != ids.len() {
-        let read: std::collections::HashSet<&str> =
-            loaded.iter().map(|t| t.trace.trace_id.as_str()).collect();
-        let missing = ids
+    // Per trace (ascending): its index and the range of its positions in `needed`.
+    let mut groups: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for (i, &(trace, _)) in needed.iter().enumerate() {
+        match groups.last_mut() {
+            Some((last, range)) if *last == trace => range.end = i + 1,
+            _ => groups.push((trace, i..i + 1)),
+        }
+    }
+    let positions: Vec<usize> = needed.iter().map(|&(_, s)| s).collect();
+    let wanted: Vec<(&str, &[usize])> = groups
+        .iter()
+        .map(|(trace, range)| (trace_ids[*trace].as_str(), &positions[range.clone()]))
+        .collect();
+    let loaded = store.get_trace_steps(&wanted)?;
+    let complete = loaded.len() == wanted.len()
+        && loaded
             .iter()
-            .find(|id| !read.contains(**id))
-            .map_or("", |id| *id);
+            .zip(&wanted)
+            .all(|(t, (id, at))| t.trace.trace_id == *id && t.steps.len() == at.len());
+    if !complete {
+        let missing = wanted
+            .iter()
+            .find(|(id, at)| {
+                !loaded
+                    .iter()
+                    .any(|t| t.trace.trace_id == *id && t.steps.len() == at.len())
+            })
+            .map_or("", |(id, _)| *id);
         return Err(AnalyzerError::StoreChanged {
             trace_id: missing.to_string(),
-            message: "the trace was listed by the step columns but cannot be read".into(),
+            message: "the steps were listed by the step columns but cannot be read".into(),
         });
     }
+    let traces: Vec<usize> = groups.iter().map(|(trace, _)| *trace).collect();
     for chosen in chosen {
         for occurrence in &mut chosen.sample.occurrences {
-            // `needed` is sorted and holds every sampled trace.
-            occurrence.trace = needed.partition_point(|&t| t < occurrence.trace);
+            // `groups` is sorted by trace and holds every sampled step of every sampled trace.
+            let group = traces.partition_point(|&t| t < occurrence.trace);
+            let range = &groups[group].1;
+            let at = &positions[range.clone()];
+            for step in &mut occurrence.steps {
+                *step = at.partition_point(|&p| p < *step);
+            }
+            occurrence.trace = group;
         }
     }
     Ok(loaded)

@@ -279,6 +279,17 @@ fn analyze_store_streams_and_agrees_with_analyze() {
     })
     .analyze_store(&store, &StreamConfig::default())
     .unwrap();
+    // The streaming path reads only the sampled occurrences' steps from the store, yet comes
+    // to exactly what the in-memory path does with the same sample over whole traces.
+    let sampled_in_memory = ChainAnalyzer::new(MineConfig {
+        min_support: 5,
+        max_inference_occurrences: Some(40),
+        ..MineConfig::default()
+    })
+    .analyze(&traces)
+    .unwrap();
+    assert!(sampled.candidates.iter().any(|c| c.sample.is_some()));
+    assert_eq!(sampled.candidates, sampled_in_memory.candidates);
     for flow in &truth.flows {
         let full = in_memory
             .candidates

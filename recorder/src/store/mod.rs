@@ -202,6 +202,26 @@ pub trait TraceStore: Send {
         Ok(traces)
     }
 
+    /// Some steps of some traces: for each `(trace id, positions)`, the trace with only the steps
+    /// at those positions (0-based places in the trace's step order, ascending), in the order of
+    /// `wanted`; unknown ids and positions past the last step are left out. Binding inference
+    /// reads the steps of sampled occurrences through it, so a store need not parse payloads no
+    /// occurrence holds. The default loads each trace whole with [`TraceStore::get_traces`].
+    fn get_trace_steps(&self, wanted: &[(&str, &[usize])]) -> Result<Vec<TraceWithSteps>> {
+        let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
+        let positions: std::collections::HashMap<&str, &[usize]> =
+            wanted.iter().map(|(id, at)| (*id, *at)).collect();
+        let mut traces = self.get_traces(&ids)?;
+        for trace in &mut traces {
+            let keep = positions
+                .get(trace.trace.trace_id.as_str())
+                .copied()
+                .unwrap_or(&[]);
+            trace.steps = keep_positions(std::mem::take(&mut trace.steps), keep);
+        }
+        Ok(traces)
+    }
+
     /// Visit every trace with its steps, one trace at a time, in storage order, without loading
     /// the whole store. Stops at the first error `visit` returns.
     fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()>;
@@ -383,6 +403,20 @@ pub fn tool_sequences(
         }
     }
     Ok(out)
+}
+
+/// The items of `steps` at `positions` (ascending; repeats and positions past the end are
+/// ignored), in order.
+pub(crate) fn keep_positions<T>(steps: Vec<T>, positions: &[usize]) -> Vec<T> {
+    let mut wanted = positions.iter().peekable();
+    let mut kept = Vec::with_capacity(positions.len().min(steps.len()));
+    for (at, step) in steps.into_iter().enumerate() {
+        while wanted.next_if(|&&p| p < at).is_some() {}
+        if wanted.next_if(|&&p| p == at).is_some() {
+            kept.push(step);
+        }
+    }
+    kept
 }
 
 /// Merge a trace appended again into the stored copy (the upsert rule of [`TraceStore`]).

@@ -27,8 +27,8 @@ use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use crate::store::{
     AppendStats, JsonText, MetadataText, PageRequest, RawSteps, StepColumns, StepTool, StepView,
-    StoreCounts, TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary, merge_trace,
-    timestamp_from_nanos, timestamp_nanos, validate_batch,
+    StoreCounts, TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary, keep_positions,
+    merge_trace, timestamp_from_nanos, timestamp_nanos, validate_batch,
 };
 
 /// The schema migrations, applied in order; migration `i` brings the store to version `i + 1`.
@@ -590,6 +590,66 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
+    /// `items` as one JSON array, the way a batch query takes them (through `json_each`).
+    fn json_list<T: serde::Serialize>(&self, items: &[T], what: &str) -> Result<String> {
+        serde_json::to_string(items).map_err(|e| RecorderError::CorruptStore {
+            path: self.path.clone(),
+            message: format!("cannot list the {what} to read: {e}"),
+        })
+    }
+
+    /// The trace rows of the ids in the JSON array `ids` (unknown ids left out), without steps,
+    /// each with its row key.
+    fn trace_rows(&self, tx: &Transaction<'_>, ids: &str) -> Result<Vec<(i64, TraceWithSteps)>> {
+        let mut stmt = tx
+            .prepare(&format!(
+                "SELECT {TRACE_COLUMNS} FROM json_each(?1) j \
+                 CROSS JOIN traces t ON t.trace_id = j.value"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut traces = Vec::new();
+        let mut rows = stmt.query([ids]).map_err(|e| self.sql_err(e))?;
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            let trace_row = TraceRow::read(row, 0).map_err(|e| self.sql_err(e))?;
+            let key = trace_row.key;
+            let trace = trace_row.into_trace(&self.path)?;
+            traces.push((
+                key,
+                TraceWithSteps {
+                    trace,
+                    steps: Vec::new(),
+                },
+            ));
+        }
+        Ok(traces)
+    }
+
+    /// Parse `rows` and add each step to its trace in `traces` (rows of other traces are
+    /// ignored).
+    fn attach_steps(&self, traces: &mut [(i64, TraceWithSteps)], rows: Vec<StepRow>) -> Result<()> {
+        let at: HashMap<i64, usize> = traces
+            .iter()
+            .enumerate()
+            .map(|(i, (key, _))| (*key, i))
+            .collect();
+        let rows: Vec<(StepRow, usize)> = rows
+            .into_iter()
+            .filter_map(|row| Some((at.get(&row.trace_key).copied()?, row)))
+            .map(|(i, row)| (row, i))
+            .collect();
+        let ids: Vec<&str> = traces
+            .iter()
+            .map(|(_, t)| t.trace.trace_id.as_str())
+            .collect();
+        let parsed = parse_step_rows(rows, &self.path, &ids)?;
+        for (step, i) in parsed {
+            traces[i].1.steps.push(step);
+        }
+        Ok(())
+    }
+}
+
+impl SqliteStore {
     /// [`TraceStore::append`] of steps as the store writes them, from either kind of batch.
     fn append_views(
         &mut self,
@@ -789,6 +849,78 @@ impl SqliteStore {
     }
 }
 
+/// `traces` in the order of `ids`, each trace's steps in step order.
+fn in_request_order(mut traces: Vec<(i64, TraceWithSteps)>, ids: &[&str]) -> Vec<TraceWithSteps> {
+    let rank: HashMap<&str, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    traces.sort_by_key(|(_, t)| rank.get(t.trace.trace_id.as_str()).copied());
+    traces
+        .into_iter()
+        .map(|(_, mut trace)| {
+            trace.steps.sort_by_key(|s| s.step_index);
+            trace
+        })
+        .collect()
+}
+
+/// Step rows read before their JSON is parsed: bounded, so a large read holds at most this
+/// many rows of raw text besides the parsed steps.
+const PARSE_BATCH: usize = 16_384;
+
+/// Step rows turned into steps, the JSON parsed on every core for a large batch (parsing is
+/// most of the cost of reading payloads); results in the order of `rows`.
+fn parse_step_rows(
+    rows: Vec<(StepRow, usize)>,
+    path: &Path,
+    trace_ids: &[&str],
+) -> Result<Vec<(ObservedStep, usize)>> {
+    const PER_THREAD: usize = 4_096;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(rows.len().div_ceil(PER_THREAD))
+        .max(1);
+    let parse = |chunk: Vec<(StepRow, usize)>| -> Result<Vec<(ObservedStep, usize)>> {
+        chunk
+            .into_iter()
+            .map(|(row, at)| Ok((row.into_step(path, trace_ids[at])?, at)))
+            .collect()
+    };
+    if threads == 1 {
+        return parse(rows);
+    }
+    let size = rows.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<(StepRow, usize)>> = Vec::with_capacity(threads);
+    let mut rows = rows.into_iter();
+    loop {
+        let chunk: Vec<_> = rows.by_ref().take(size).collect();
+        if chunk.is_empty() {
+            break;
+        }
+        chunks.push(chunk);
+    }
+    let parsed: Vec<Result<Vec<(ObservedStep, usize)>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| scope.spawn(move || parse(chunk)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(RecorderError::CorruptStore {
+                        path: path.to_path_buf(),
+                        message: "a thread parsing step payloads stopped".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut steps = Vec::new();
+    for chunk in parsed {
+        steps.extend(chunk?);
+    }
+    Ok(steps)
+}
+
 impl TraceStore for SqliteStore {
     /// On an empty store, drops the indexes on start times (see [`DEFERRED_INDEXES`]):
     /// filling them row by row, in the random order start times come in, costs about as much
@@ -931,36 +1063,12 @@ impl TraceStore for SqliteStore {
         // in order here rather than by ORDER BY, which would sort them in a temporary B-tree.
         let mut seen = std::collections::HashSet::new();
         let distinct: Vec<&str> = ids.iter().copied().filter(|id| seen.insert(*id)).collect();
-        let wanted = serde_json::to_string(&distinct).map_err(|e| RecorderError::CorruptStore {
-            path: self.path.clone(),
-            message: format!("cannot list the trace ids to read: {e}"),
-        })?;
+        let wanted = self.json_list(&distinct, "trace ids")?;
         let tx = self
             .conn
             .unchecked_transaction()
             .map_err(|e| self.sql_err(e))?;
-        let mut trace_stmt = tx
-            .prepare(&format!(
-                "SELECT {TRACE_COLUMNS} FROM json_each(?1) j \
-                 CROSS JOIN traces t ON t.trace_id = j.value"
-            ))
-            .map_err(|e| self.sql_err(e))?;
-        let mut traces: Vec<(i64, TraceWithSteps)> = Vec::with_capacity(distinct.len());
-        let mut position: HashMap<i64, usize> = HashMap::with_capacity(distinct.len());
-        let mut rows = trace_stmt.query([&wanted]).map_err(|e| self.sql_err(e))?;
-        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-            let trace_row = TraceRow::read(row, 0).map_err(|e| self.sql_err(e))?;
-            let key = trace_row.key;
-            position.insert(key, traces.len());
-            let trace = trace_row.into_trace(&self.path)?;
-            traces.push((
-                key,
-                TraceWithSteps {
-                    trace,
-                    steps: Vec::new(),
-                },
-            ));
-        }
+        let mut traces = self.trace_rows(&tx, &wanted)?;
         let mut step_stmt = tx
             .prepare(&format!(
                 "SELECT {STEP_COLUMNS} FROM json_each(?1) j \
@@ -970,28 +1078,87 @@ impl TraceStore for SqliteStore {
             ))
             .map_err(|e| self.sql_err(e))?;
         let mut rows = step_stmt.query([&wanted]).map_err(|e| self.sql_err(e))?;
+        let mut raw = Vec::new();
         while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-            let step = StepRow::read(row).map_err(|e| self.sql_err(e))?;
-            let Some(&at) = position.get(&step.trace_key) else {
+            raw.push(StepRow::read(row).map_err(|e| self.sql_err(e))?);
+            if raw.len() == PARSE_BATCH {
+                self.attach_steps(&mut traces, std::mem::take(&mut raw))?;
+            }
+        }
+        self.attach_steps(&mut traces, raw)?;
+        Ok(in_request_order(traces, &distinct))
+    }
+
+    fn get_trace_steps(&self, wanted: &[(&str, &[usize])]) -> Result<Vec<TraceWithSteps>> {
+        // Three statements: the trace rows; the step keys of those traces from the
+        // (trace_key, step_index) index alone, which places each step; then only the wanted
+        // steps, by row id. Payloads no position asks for are never read or parsed.
+        let mut positions: HashMap<&str, &[usize]> = HashMap::with_capacity(wanted.len());
+        let mut distinct: Vec<&str> = Vec::with_capacity(wanted.len());
+        for (id, at) in wanted {
+            if positions.insert(id, at).is_none() {
+                distinct.push(id);
+            }
+        }
+        let ids = self.json_list(&distinct, "trace ids")?;
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|e| self.sql_err(e))?;
+        let mut traces = self.trace_rows(&tx, &ids)?;
+        let mut keys: HashMap<i64, Vec<(i64, i64)>> = HashMap::with_capacity(traces.len());
+        {
+            let mut key_stmt = tx
+                .prepare(
+                    "SELECT s.trace_key, s.step_index, s.id FROM json_each(?1) j \
+                     CROSS JOIN traces t ON t.trace_id = j.value \
+                     CROSS JOIN steps s ON s.trace_key = t.id",
+                )
+                .map_err(|e| self.sql_err(e))?;
+            let mut rows = key_stmt.query([&ids]).map_err(|e| self.sql_err(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+                let trace_key: i64 = row.get(0).map_err(|e| self.sql_err(e))?;
+                let step_index: i64 = row.get(1).map_err(|e| self.sql_err(e))?;
+                let step_id: i64 = row.get(2).map_err(|e| self.sql_err(e))?;
+                keys.entry(trace_key)
+                    .or_default()
+                    .push((step_index, step_id));
+            }
+        }
+        let mut step_ids: Vec<i64> = Vec::new();
+        for (key, trace) in &traces {
+            let Some(steps) = keys.get_mut(key) else {
                 continue;
             };
-            let trace = &mut traces[at].1;
-            let step = step.into_step(&self.path, &trace.trace.trace_id)?;
-            trace.steps.push(step);
+            steps.sort_unstable();
+            let at = positions
+                .get(trace.trace.trace_id.as_str())
+                .copied()
+                .unwrap_or(&[]);
+            step_ids.extend(
+                keep_positions(std::mem::take(steps), at)
+                    .into_iter()
+                    .map(|(_, id)| id),
+            );
         }
-        let rank: HashMap<&str, usize> = distinct
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (*id, i))
-            .collect();
-        traces.sort_by_key(|(_, t)| rank.get(t.trace.trace_id.as_str()).copied());
-        Ok(traces
-            .into_iter()
-            .map(|(_, mut trace)| {
-                trace.steps.sort_by_key(|s| s.step_index);
-                trace
-            })
-            .collect())
+        let step_ids = self.json_list(&step_ids, "step ids")?;
+        let mut step_stmt = tx
+            .prepare(&format!(
+                "SELECT {STEP_COLUMNS} FROM json_each(?1) j \
+                 CROSS JOIN steps s ON s.id = j.value \
+                 JOIN tools ON tools.id = s.tool_id"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut rows = step_stmt.query([&step_ids]).map_err(|e| self.sql_err(e))?;
+        let mut raw = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            raw.push(StepRow::read(row).map_err(|e| self.sql_err(e))?);
+            if raw.len() == PARSE_BATCH {
+                self.attach_steps(&mut traces, std::mem::take(&mut raw))?;
+            }
+        }
+        self.attach_steps(&mut traces, raw)?;
+        Ok(in_request_order(traces, &distinct))
     }
 
     fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()> {

@@ -212,6 +212,14 @@ fn steps_of_a_trace_spread_over_many_appends_stream_in_order() {
         .map(|t| t.steps.iter().map(|s| s.step_index).collect())
         .collect();
     assert_eq!(batch_indices, vec![seen[7].1.clone(), seen[2].1.clone()]);
+    // Some steps of a trace, by place in step order, the same steps the whole read gives.
+    let places: &[usize] = &[0, 2];
+    let partial = reopened.get_trace_steps(&[("trace-07", places)]).unwrap();
+    assert_eq!(partial.len(), 1);
+    assert_eq!(
+        partial[0].steps,
+        vec![batch[0].steps[0].clone(), batch[0].steps[2].clone()]
+    );
     let mut walked: Vec<String> = Vec::new();
     reopened
         .for_each_step_tool(&mut |step| {

@@ -390,6 +390,29 @@ pub mod suite {
         assert_eq!(batch[1], seen[0]);
         assert_eq!(batch[2], seen[2]);
 
+        // Some steps of some traces: positions are places in step order (the steps arrived
+        // reversed), past-the-end positions and unknown ids are left out, order as asked.
+        let c_positions: &[usize] = &[0, 2, 3, 9];
+        let b_positions: &[usize] = &[1];
+        let none: &[usize] = &[];
+        let partial = store
+            .get_trace_steps(&[
+                ("c-fourth", c_positions),
+                ("missing", b_positions),
+                ("b-first", b_positions),
+                ("d-third", none),
+            ])
+            .unwrap();
+        let partial_ids: Vec<&str> = partial.iter().map(|t| t.trace.trace_id.as_str()).collect();
+        assert_eq!(partial_ids, ["c-fourth", "b-first", "d-third"]);
+        assert_eq!(partial[0].trace, traces[3]);
+        assert_eq!(
+            partial[0].steps,
+            vec![steps[5].clone(), steps[7].clone(), steps[8].clone()]
+        );
+        assert_eq!(partial[1].steps, vec![steps[1].clone()]);
+        assert_eq!(partial[2].steps, vec![]);
+
         // The ids and the tool walk follow the same storage order; the walk skips traces
         // without steps and keeps each trace's steps together, in step order.
         assert_eq!(store.trace_ids().unwrap(), order);
