@@ -14,6 +14,7 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService, ServiceError};
+use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::process::{Child, ChildStdout};
@@ -182,12 +183,25 @@ impl McpClient {
                 })?
             }
             Endpoint::Url(url) => {
-                return Err(mcp_error(
-                    &spec,
-                    format!(
-                        "url `{url}`: streamable HTTP servers are not supported in this build; run the server as a `command`"
-                    ),
-                ));
+                child = None;
+                if !url.starts_with("http://") {
+                    return Err(mcp_error(
+                        &spec,
+                        format!(
+                            "url `{url}`: this build reaches streamable HTTP servers over plain `http://` only (it has no TLS stack); run the server as a `command`, or reach it through a local plain-HTTP endpoint"
+                        ),
+                    ));
+                }
+                let transport = StreamableHttpClientTransport::from_uri(url.as_str());
+                config
+                    .serve_with_lifecycle(transport, lifecycle)
+                    .await
+                    .map_err(|err| {
+                        mcp_error(
+                            &spec,
+                            format!("url `{url}`: the session did not start: {err}"),
+                        )
+                    })?
             }
         };
         let tools = service

@@ -263,6 +263,100 @@ fn tools_of_the_npm_everything_server() {
     assert!(echo.run(obj(json!({"message": 5}))).is_err());
 }
 
+/// The same server over streamable HTTP, reached by `url` in the manifest: its tools work as
+/// over stdio, and a bad argument is refused before it is sent.
+#[test]
+fn tools_of_the_npm_everything_server_over_http() {
+    use std::io::BufRead;
+    let Some(server) = everything_server() else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new("node")
+        .arg(&server)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let served = Served(child);
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    loop {
+        let line = lines.next().expect("the server says it listens").unwrap();
+        if line.contains("listening on port") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("tools.toml");
+    std::fs::write(
+        &manifest,
+        format!(
+            "[[mcp_server]]\nname = \"everything\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nprefix = \"ev\"\ntimeout_seconds = 30\n"
+        ),
+    )
+    .unwrap();
+    let tools = load_manifest(&manifest).unwrap();
+    let echo = tools
+        .get("ev__echo")
+        .expect("the everything server has echo");
+    let out = echo.run(obj(json!({"message": "over http"}))).unwrap();
+    assert_eq!(out["is_error"], json!(false));
+    assert!(
+        out["content"].as_str().unwrap().contains("over http"),
+        "{out:?}"
+    );
+    let sum_tool = tools
+        .iter()
+        .find(|t| t.name() == "ev__get-sum" || t.name() == "ev__add")
+        .expect("the everything server has an adding tool");
+    let out = sum_tool.run(obj(json!({"a": 2, "b": 40}))).unwrap();
+    assert!(
+        serde_json::to_string(&out).unwrap().contains("42"),
+        "{out:?}"
+    );
+    assert!(echo.run(obj(json!({"message": 5}))).is_err());
+    drop(tools);
+    drop(served);
+
+    // Nothing listens there any more: the error names the server, the URL and the manifest.
+    let err = load_manifest(&manifest).unwrap_err().to_string();
+    assert!(
+        err.contains("everything")
+            && err.contains(&format!("127.0.0.1:{port}"))
+            && err.contains("tools.toml"),
+        "{err}"
+    );
+}
+
+/// An `https://` server needs a TLS stack this build does not have: refused with the reason,
+/// before any connection is tried.
+#[test]
+fn an_https_mcp_server_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("tools.toml");
+    std::fs::write(
+        &manifest,
+        "[[mcp_server]]\nname = \"remote\"\nurl = \"https://mcp.example.invalid/mcp\"\n",
+    )
+    .unwrap();
+    let err = load_manifest(&manifest).unwrap_err().to_string();
+    assert!(
+        err.contains("remote")
+            && err.contains("plain `http://` only")
+            && err.contains("tools.toml"),
+        "{err}"
+    );
+}
+
 /// Run a Python client script against a command (stdio) and return its JSON document.
 pub(crate) fn python_client(mode: &str, server: &[&str], operations: &Value) -> Value {
     let mut child = Command::new("python3")
@@ -725,6 +819,23 @@ fn serve_over_streamable_http() {
         assert_eq!(output["name"], json!("Grace"), "{mode}: {document}");
         assert_eq!(output["total"], json!(11));
     }
+    // And our own client, through a manifest `url`: the served flow is a tool again.
+    let remote = dir.path().join("remote.toml");
+    std::fs::write(
+        &remote,
+        format!("[[mcp_server]]\nname = \"served\"\nurl = \"{url}\"\n"),
+    )
+    .unwrap();
+    let tools = load_manifest(&remote).unwrap();
+    let total = tools
+        .get("cw__user_total")
+        .expect("the served flow is listed");
+    let out = total
+        .run(obj(json!({"user_id": "u2", "a": 5, "b": 6})))
+        .unwrap();
+    assert_eq!(out["name"], json!("Grace"), "{out:?}");
+    assert_eq!(out["total"], json!(11), "{out:?}");
+    drop(tools);
     drop(served);
 }
 
