@@ -624,6 +624,32 @@ impl SqliteStore {
         Ok(traces)
     }
 
+    /// Run `SELECT {STEP_COLUMNS} FROM {from} JOIN tools ...` with the JSON array `list` as
+    /// `?1` (`from` names the steps `s`) and add each step to its trace in `traces`, parsing
+    /// the rows in batches of [`PARSE_BATCH`].
+    fn attach_step_rows(
+        &self,
+        tx: &Transaction<'_>,
+        from: &str,
+        list: &str,
+        traces: &mut [(i64, TraceWithSteps)],
+    ) -> Result<()> {
+        let mut stmt = tx
+            .prepare(&format!(
+                "SELECT {STEP_COLUMNS} FROM {from} JOIN tools ON tools.id = s.tool_id"
+            ))
+            .map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt.query([list]).map_err(|e| self.sql_err(e))?;
+        let mut raw = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            raw.push(StepRow::read(row).map_err(|e| self.sql_err(e))?);
+            if raw.len() == PARSE_BATCH {
+                self.attach_steps(traces, std::mem::take(&mut raw))?;
+            }
+        }
+        self.attach_steps(traces, raw)
+    }
+
     /// Parse `rows` and add each step to its trace in `traces` (rows of other traces are
     /// ignored).
     fn attach_steps(&self, traces: &mut [(i64, TraceWithSteps)], rows: Vec<StepRow>) -> Result<()> {
@@ -1069,23 +1095,13 @@ impl TraceStore for SqliteStore {
             .unchecked_transaction()
             .map_err(|e| self.sql_err(e))?;
         let mut traces = self.trace_rows(&tx, &wanted)?;
-        let mut step_stmt = tx
-            .prepare(&format!(
-                "SELECT {STEP_COLUMNS} FROM json_each(?1) j \
-                 CROSS JOIN traces t ON t.trace_id = j.value \
-                 CROSS JOIN steps s ON s.trace_key = t.id \
-                 JOIN tools ON tools.id = s.tool_id"
-            ))
-            .map_err(|e| self.sql_err(e))?;
-        let mut rows = step_stmt.query([&wanted]).map_err(|e| self.sql_err(e))?;
-        let mut raw = Vec::new();
-        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-            raw.push(StepRow::read(row).map_err(|e| self.sql_err(e))?);
-            if raw.len() == PARSE_BATCH {
-                self.attach_steps(&mut traces, std::mem::take(&mut raw))?;
-            }
-        }
-        self.attach_steps(&mut traces, raw)?;
+        self.attach_step_rows(
+            &tx,
+            "json_each(?1) j CROSS JOIN traces t ON t.trace_id = j.value \
+             CROSS JOIN steps s ON s.trace_key = t.id",
+            &wanted,
+            &mut traces,
+        )?;
         Ok(in_request_order(traces, &distinct))
     }
 
@@ -1142,22 +1158,12 @@ impl TraceStore for SqliteStore {
             );
         }
         let step_ids = self.json_list(&step_ids, "step ids")?;
-        let mut step_stmt = tx
-            .prepare(&format!(
-                "SELECT {STEP_COLUMNS} FROM json_each(?1) j \
-                 CROSS JOIN steps s ON s.id = j.value \
-                 JOIN tools ON tools.id = s.tool_id"
-            ))
-            .map_err(|e| self.sql_err(e))?;
-        let mut rows = step_stmt.query([&step_ids]).map_err(|e| self.sql_err(e))?;
-        let mut raw = Vec::new();
-        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-            raw.push(StepRow::read(row).map_err(|e| self.sql_err(e))?);
-            if raw.len() == PARSE_BATCH {
-                self.attach_steps(&mut traces, std::mem::take(&mut raw))?;
-            }
-        }
-        self.attach_steps(&mut traces, raw)?;
+        self.attach_step_rows(
+            &tx,
+            "json_each(?1) j CROSS JOIN steps s ON s.id = j.value",
+            &step_ids,
+            &mut traces,
+        )?;
         Ok(in_request_order(traces, &distinct))
     }
 
