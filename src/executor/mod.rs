@@ -626,6 +626,7 @@ impl FlowExecutor {
             started_at,
             clock,
             wall: now,
+            wall_day_nanos: day_nanos(now),
             events,
             secrets: Secrets::new(&options.dynamic_params),
             input,
@@ -1240,6 +1241,8 @@ struct Run<'a> {
     clock: Instant,
     /// The wall-clock time when `clock` was read (a resumed run's `started_at` is older).
     wall: Timestamp,
+    /// `wall`'s time of day in nanoseconds (its leap-second nanos, if any, excluded).
+    wall_day_nanos: u64,
     events: Option<&'a EventSender>,
     secrets: Secrets,
     input: JsonObject,
@@ -1258,10 +1261,24 @@ impl Run<'_> {
     /// monotonic one plus an offset, which only moves when someone sets the time).
     fn wall_time(&self, instant: Instant) -> Timestamp {
         let since = instant.saturating_duration_since(self.clock);
-        chrono::TimeDelta::from_std(since)
+        // Within the day the run started on (nearly always), the time of day is a sum: no
+        // calendar arithmetic.
+        let nanos = u64::try_from(since.as_nanos())
             .ok()
-            .and_then(|delta| self.wall.checked_add_signed(delta))
-            .unwrap_or_else(Utc::now)
+            .and_then(|since| since.checked_add(self.wall_day_nanos))
+            .filter(|nanos| *nanos < NANOS_PER_DAY);
+        let time = nanos.and_then(|nanos| {
+            let seconds = u32::try_from(nanos / 1_000_000_000).ok()?;
+            let fraction = u32::try_from(nanos % 1_000_000_000).ok()?;
+            chrono::NaiveTime::from_num_seconds_from_midnight_opt(seconds, fraction)
+        });
+        match time {
+            Some(time) => self.wall.date_naive().and_time(time).and_utc(),
+            None => chrono::TimeDelta::from_std(since)
+                .ok()
+                .and_then(|delta| self.wall.checked_add_signed(delta))
+                .unwrap_or_else(Utc::now),
+        }
     }
 
     /// The run's result, announced as the flow's end.
@@ -1292,6 +1309,15 @@ impl Run<'_> {
         });
         result
     }
+}
+
+const NANOS_PER_DAY: u64 = 86_400 * 1_000_000_000;
+
+/// Nanoseconds since midnight of a time (a leap second's extra nanos count as none).
+fn day_nanos(time: Timestamp) -> u64 {
+    use chrono::Timelike;
+    u64::from(time.num_seconds_from_midnight()) * 1_000_000_000
+        + u64::from(time.nanosecond().min(999_999_999))
 }
 
 /// Send an event when someone listens (the event is only made then).
@@ -1521,6 +1547,38 @@ impl Secrets {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wall_times_are_the_run_start_plus_the_monotonic_time_since() {
+        let executor = FlowExecutor::new(ToolRegistry::new());
+        let flow = FlowDefinition::from_value(serde_json::json!({"name": "f", "steps": []}))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let mut run = executor.start_run(&flow, Map::new(), &RunOptions::default(), None, None);
+        for wall in [
+            "2026-12-03T08:00:00.123456789Z",
+            "2026-12-31T23:59:59.999999999Z",
+            "2024-02-28T23:59:59.5Z",
+        ] {
+            run.wall = wall.parse().unwrap_or_else(|err| panic!("{err}"));
+            run.wall_day_nanos = day_nanos(run.wall);
+            for since in [
+                0,
+                1,
+                499_999_999,
+                500_000_000,
+                1_000_000_001,
+                90_000_000_000_000,
+            ] {
+                let since = Duration::from_nanos(since);
+                let expected = run.wall + chrono::TimeDelta::from_std(since).unwrap_or_default();
+                assert_eq!(
+                    run.wall_time(run.clock + since),
+                    expected,
+                    "{wall} + {since:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn trace_ids_are_written_as_format_would() {
