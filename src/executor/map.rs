@@ -27,11 +27,11 @@ use serde_json::{Map, Value};
 use chainweaver_recorder::model::flow::{FlowStep, ForEach, OnError};
 
 use super::{
-    CallOutcome, CompletedIteration, FlowEvent, FlowExecutor, Progress, Run, RunPlan, StepOutcome,
-    new_record,
+    CallOutcome, CompletedIteration, FlowEvent, FlowExecutor, Merge, Progress, Records, Run,
+    RunPlan, StepOutcome, new_record,
 };
 use crate::error::{Error, Result};
-use crate::flow::mapping::{iteration_context, resolve_pointer};
+use crate::flow::mapping::{StepContext, resolve_pointer};
 use crate::tool::JsonObject;
 
 /// The checkpointed iterations of map steps not completed, by step then element index.
@@ -133,8 +133,22 @@ pub(crate) fn map_elements<'c>(
 /// An iteration's result slot: its mapped output, or `null` for a skipped failure.
 fn slot(call: &CallOutcome) -> Value {
     match (&call.merge, call.record.success) {
-        (Some(merge), true) => Value::Object(merge.clone()),
+        (Some(Merge::Object(merge)), true) => Value::Object(merge.clone()),
         _ => Value::Null,
+    }
+}
+
+/// What one iteration reads: the context with the element under the item key, looked up in
+/// place (as the context [`crate::flow::mapping::iteration_context`] builds, without copying).
+fn scope<'a>(
+    context: &'a JsonObject,
+    for_each: &'a ForEach,
+    element: &'a Value,
+) -> StepContext<'a> {
+    StepContext::Item {
+        context,
+        item_key: &for_each.item,
+        element,
     }
 }
 
@@ -169,45 +183,6 @@ impl FlowExecutor {
         let offload = offload || (concurrency > 1 && pending.len() > 1);
         let stop = AtomicBool::new(false);
         let stop = &stop;
-        let calls: Vec<Option<(usize, CallOutcome)>> = if concurrency == 1 {
-            // One at a time: a plain loop, without the stream machinery per element.
-            let mut calls = Vec::with_capacity(pending.len());
-            for (element_index, element) in pending {
-                let scoped = iteration_context(step, context, &for_each.item, element);
-                let call = self
-                    .call_step(plan, run, index, Some(element_index), &scoped, offload)
-                    .await;
-                self.save_iteration(run, progress, index, element_index, &call);
-                let fatal = call.fatal;
-                calls.push(Some((element_index, call)));
-                if fatal {
-                    break;
-                }
-            }
-            calls
-        } else {
-            futures::stream::iter(pending.into_iter().map(|(element_index, element)| {
-                async move {
-                    // After a fatal failure no further iteration starts.
-                    if stop.load(Ordering::SeqCst) {
-                        return None;
-                    }
-                    let scoped = iteration_context(step, context, &for_each.item, element);
-                    let call = self
-                        .call_step(plan, run, index, Some(element_index), &scoped, offload)
-                        .await;
-                    if call.fatal {
-                        stop.store(true, Ordering::SeqCst);
-                    }
-                    self.save_iteration(run, progress, index, element_index, &call);
-                    Some((element_index, call))
-                }
-            }))
-            .buffer_unordered(concurrency)
-            .collect()
-            .await
-        };
-
         // One slot per element that runs, in element order (`elements` is sorted by index).
         let position = |element_index: usize| {
             elements
@@ -220,24 +195,71 @@ impl FlowExecutor {
                 slots[at] = Some(value.clone());
             }
         }
-        let mut records = Vec::with_capacity(calls.len());
+        let mut records = Vec::with_capacity(pending.len());
         let mut fatal = false;
-        for (element_index, mut call) in calls.into_iter().flatten() {
+        // Each call straight into its slot and the records, as it completes.
+        let mut settle = |element_index: usize, mut call: CallOutcome| {
             fatal |= call.fatal;
             // The slot takes the mapped output; nothing reads the call's copy after this.
             let value = match (call.merge.take(), call.record.success) {
-                (Some(merge), true) => Value::Object(merge),
+                (Some(Merge::Object(merge)), true) => Value::Object(merge),
                 _ => Value::Null,
             };
             if let Some(at) = position(element_index) {
                 slots[at] = Some(value);
             }
             records.push(call.record);
+        };
+        if concurrency == 1 {
+            // One at a time: a plain loop, without the stream machinery per element, and
+            // without a future per call when the tool runs inline.
+            let inline = Self::calls_inline(plan, index, offload);
+            for (element_index, element) in pending {
+                let scoped = scope(context, for_each, element);
+                let call = if inline {
+                    self.call_step_inline(plan, run, index, Some(element_index), scoped)
+                } else {
+                    Box::pin(self.call_step(plan, run, index, Some(element_index), scoped, offload))
+                        .await
+                };
+                self.save_iteration(run, progress, index, element_index, &call);
+                let stop = call.fatal;
+                settle(element_index, call);
+                if stop {
+                    break;
+                }
+            }
+        } else {
+            let calls: Vec<Option<(usize, CallOutcome)>> =
+                futures::stream::iter(pending.into_iter().map(|(element_index, element)| {
+                    async move {
+                        // After a fatal failure no further iteration starts.
+                        if stop.load(Ordering::SeqCst) {
+                            return None;
+                        }
+                        let scoped = scope(context, for_each, element);
+                        let call = self
+                            .call_step_fast(plan, run, index, Some(element_index), scoped, offload)
+                            .await;
+                        if call.fatal {
+                            stop.store(true, Ordering::SeqCst);
+                        }
+                        self.save_iteration(run, progress, index, element_index, &call);
+                        Some((element_index, call))
+                    }
+                }))
+                .buffer_unordered(concurrency)
+                .collect()
+                .await;
+            for (element_index, call) in calls.into_iter().flatten() {
+                settle(element_index, call);
+            }
         }
         records.sort_by_key(|r| r.iteration);
         if fatal {
             return StepOutcome {
-                records,
+                index,
+                records: Records::Many(records),
                 merge: None,
                 fatal: true,
             };
@@ -251,8 +273,9 @@ impl FlowExecutor {
             merge.insert(key.clone(), Value::Array(results));
         }
         StepOutcome {
-            records,
-            merge: Some(merge),
+            index,
+            records: Records::Many(records),
+            merge: Some(Merge::Object(merge)),
             fatal: false,
         }
     }
@@ -275,7 +298,13 @@ impl FlowExecutor {
             iteration: None,
         });
         let skip = step.on_error == OnError::Skip;
-        let mut record = new_record(index, *step_id, &step.tool_name, None);
+        let mut record = new_record(
+            index,
+            *step_id,
+            &step.tool_name,
+            None,
+            run.wall_time(std::time::Instant::now()),
+        );
         record.error_type = Some(err.type_name());
         record.error_message = Some(run.secrets.redact_text(&err.to_string()));
         record.error_code = Some(err.code().to_string());
@@ -285,8 +314,9 @@ impl FlowExecutor {
             record: Box::new(record.clone()),
         });
         StepOutcome {
-            records: vec![record],
-            merge: skip.then(Map::new),
+            index,
+            records: Records::One(record),
+            merge: skip.then(|| Merge::Object(Map::new())),
             fatal: !skip,
         }
     }

@@ -15,6 +15,7 @@ pub mod cache;
 pub mod checkpoint;
 pub mod events;
 mod map;
+mod proof;
 pub mod record;
 
 use std::borrow::Cow;
@@ -31,7 +32,10 @@ use chainweaver_recorder::model::Timestamp;
 use chainweaver_recorder::model::flow::{FlowDefinition, FlowStep, OnError};
 
 use crate::error::{Error, Result};
-use crate::flow::mapping::{Source, build_input, mapped_outputs, output_mapped};
+use crate::flow::mapping::{
+    Source, StepContext, build_input_from, check_output_mapping, mapped_outputs,
+    merge_outputs_into, output_mapped,
+};
 use crate::flow::{compile_flow, flow_input_schema, levels, step_views};
 use crate::registry::FlowRegistry;
 use crate::tool::{JsonObject, Tool, ToolRegistry};
@@ -95,11 +99,20 @@ static RUN_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub fn default_trace_id(_flow: &str, started_at: Timestamp) -> String {
     let nanos = started_at.timestamp_nanos_opt().unwrap_or_default() as u64;
     let count = RUN_COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!(
-        "{nanos:016x}{:08x}{:08x}",
-        std::process::id(),
-        count & 0xffff_ffff
-    )
+    // Written digit by digit: `format!` costs more than a short flow's step.
+    let mut id = String::with_capacity(32);
+    push_hex(&mut id, nanos, 16);
+    push_hex(&mut id, u64::from(std::process::id()), 8);
+    push_hex(&mut id, count & 0xffff_ffff, 8);
+    id
+}
+
+/// The low `digits` hex digits of `value`, zero-padded (`{:0digits$x}` for a value that fits).
+fn push_hex(out: &mut String, value: u64, digits: u32) {
+    for position in (0..digits).rev() {
+        let nibble = (value >> (position * 4)) & 0xf;
+        out.push(char::from_digit(nibble as u32, 16).unwrap_or('0'));
+    }
 }
 
 /// Inputs of one run besides the flow.
@@ -111,18 +124,69 @@ pub struct RunOptions {
 
 /// One step's result inside the core: its records (a map step has one per iteration).
 struct StepOutcome {
-    records: Vec<StepRecord>,
-    merge: Option<JsonObject>,
+    index: usize,
+    records: Records,
+    merge: Option<Merge>,
     /// The flow must stop.
     fatal: bool,
+}
+
+/// A step's records: an ordinary step has one, kept without a list of its own.
+// Unboxed on purpose: `One` is the common case, and a box would be an allocation per step.
+#[allow(clippy::large_enum_variant)]
+enum Records {
+    One(StepRecord),
+    Many(Vec<StepRecord>),
+}
+
+impl Records {
+    fn as_slice(&self) -> &[StepRecord] {
+        match self {
+            Records::One(record) => std::slice::from_ref(record),
+            Records::Many(records) => records,
+        }
+    }
+
+    fn append_to(self, log: &mut Vec<StepRecord>) {
+        match self {
+            Records::One(record) => log.push(record),
+            // A map step's records are often the whole log: take the list, no copy.
+            Records::Many(records) if log.is_empty() => *log = records,
+            Records::Many(records) => log.extend(records),
+        }
+    }
+}
+
+/// What a call contributes to the context.
+enum Merge {
+    /// These entries (none for a failure `on_error: skip` let through).
+    Object(JsonObject),
+    /// The call record's outputs through the step's `output_mapping` and `output_key`, read
+    /// from the record when merged: each value is copied once, straight into the context,
+    /// instead of into a map of its own first. Only used when the record's outputs are not
+    /// redacted, and only after the output mapping was checked.
+    RecordOutputs,
+}
+
+impl Merge {
+    /// The entries this merge puts into the context (as [`mapped_outputs`] gives them).
+    fn to_object(&self, step: &FlowStep, index: usize, record: Option<&StepRecord>) -> JsonObject {
+        match self {
+            Merge::Object(object) => object.clone(),
+            Merge::RecordOutputs => record
+                .and_then(|record| record.outputs.as_ref())
+                .and_then(|outputs| mapped_outputs(step, index, outputs).ok())
+                .unwrap_or_default(),
+        }
+    }
 }
 
 /// One tool call's result (a step, or one iteration of a map step).
 struct CallOutcome {
     record: StepRecord,
-    /// What the call contributes: the step's merge, or an iteration's mapped output (`None`
-    /// when fatal, empty for a failure `on_error: skip` let through).
-    merge: Option<JsonObject>,
+    /// What the call contributes: the step's merge, or an iteration's mapped output (always a
+    /// [`Merge::Object`]; `None` when fatal, empty for a failure `on_error: skip` let through).
+    merge: Option<Merge>,
     fatal: bool,
 }
 
@@ -153,13 +217,37 @@ impl Progress {
 /// A step to run and its DAG id.
 type PlanStep<'a> = (Cow<'a, FlowStep>, Option<&'a str>);
 
+/// The order steps run in: a linear flow's steps one per level, a DAG's topological levels.
+enum Levels {
+    /// `0..n`: each step is a level of its own (kept as a list so a level can be a slice).
+    Linear(Vec<usize>),
+    Dag(Vec<Vec<usize>>),
+}
+
+impl Levels {
+    fn iter(&self) -> impl Iterator<Item = &[usize]> + '_ {
+        let (linear, dag): (&[usize], &[Vec<usize>]) = match self {
+            Levels::Linear(order) => (order.as_slice(), &[]),
+            Levels::Dag(levels) => (&[], levels.as_slice()),
+        };
+        linear
+            .iter()
+            .map(std::slice::from_ref)
+            .chain(dag.iter().map(Vec::as_slice))
+    }
+}
+
 /// What the core needs for one run.
 struct RunPlan<'a> {
     /// Each step, borrowed from the definition where possible, with its DAG id.
     steps: Vec<PlanStep<'a>>,
     is_dag: bool,
-    levels: Vec<Vec<usize>>,
-    tools: Vec<(Arc<Tool>, Option<Arc<Tool>>)>,
+    levels: Levels,
+    /// Each step's tool and fallback, borrowed from the registry (no reference counting per run).
+    tools: Vec<(&'a Tool, Option<&'a Tool>)>,
+    /// Per step: its input is proven to meet its tool's input schema (see [`proof`]); empty
+    /// when nothing is proven (DAGs, resumed runs).
+    proven: Vec<bool>,
 }
 
 impl FlowExecutor {
@@ -393,16 +481,18 @@ impl FlowExecutor {
             .ok_or_else(|| missing("no checkpoint saved"))
     }
 
-    fn plan<'a>(&self, flow: &'a FlowDefinition) -> Result<RunPlan<'a>> {
+    /// `prove`: work out which inputs need no check (not for a resumed run, whose context holds
+    /// what a checkpoint restored).
+    fn plan<'a>(&'a self, flow: &'a FlowDefinition, prove: bool) -> Result<RunPlan<'a>> {
         // Borrow linear steps (the hot path); DAG steps are converted once per run.
-        let (steps, levels): (Vec<PlanStep<'a>>, Vec<Vec<usize>>) = match flow {
+        let (steps, levels): (Vec<PlanStep<'a>>, Levels) = match flow {
             FlowDefinition::Linear(linear) => (
                 linear
                     .steps
                     .iter()
                     .map(|s| (Cow::Borrowed(s), None))
                     .collect(),
-                (0..linear.steps.len()).map(|i| vec![i]).collect(),
+                Levels::Linear((0..linear.steps.len()).collect()),
             ),
             FlowDefinition::Dag(dag) => {
                 let levels = levels(&step_views(flow)).map_err(|_| Error::FlowCompile {
@@ -414,7 +504,7 @@ impl FlowExecutor {
                     .iter()
                     .map(|s| (Cow::Owned(s.as_flow_step()), Some(s.step_id.as_str())))
                     .collect();
-                (steps, levels)
+                (steps, Levels::Dag(levels))
             }
         };
         let mut tools = Vec::with_capacity(steps.len());
@@ -428,22 +518,27 @@ impl FlowExecutor {
                 })?;
             let fallback = match &step.on_error {
                 OnError::Fallback(name) => {
-                    Some(Arc::clone(self.tools.get(name).ok_or_else(|| {
-                        Error::UnknownTool {
-                            tool: name.clone(),
-                            step: Some(index),
-                        }
-                    })?))
+                    Some(self.tools.get(name).ok_or_else(|| Error::UnknownTool {
+                        tool: name.clone(),
+                        step: Some(index),
+                    })?)
                 }
                 _ => None,
             };
-            tools.push((Arc::clone(tool), fallback));
+            tools.push((&**tool, fallback.map(|tool| &**tool)));
         }
+        let is_dag = matches!(flow, FlowDefinition::Dag(_));
+        let proven = if prove && !is_dag {
+            proof::proven_inputs(&steps, &tools, self.cache.is_some())
+        } else {
+            Vec::new()
+        };
         Ok(RunPlan {
             steps,
-            is_dag: matches!(flow, FlowDefinition::Dag(_)),
+            is_dag,
             levels,
             tools,
+            proven,
         })
     }
 
@@ -457,7 +552,7 @@ impl FlowExecutor {
         resume: Option<Checkpoint>,
         events: Option<&EventSender>,
     ) -> Result<ExecutionResult> {
-        let plan = self.plan(flow)?;
+        let plan = self.plan(flow, resume.is_none())?;
         let mut run = self.start_run(flow, input, options, resume.as_ref(), events);
         if resume.is_none()
             && let Some(schema) = flow_input_schema(flow)
@@ -513,12 +608,10 @@ impl FlowExecutor {
         events: Option<&'a EventSender>,
     ) -> Run<'a> {
         let clock = Instant::now();
+        let now = Utc::now();
         let (trace_id, started_at) = match resume {
             Some(checkpoint) => (checkpoint.trace_id.clone(), checkpoint.started_at),
-            None => {
-                let now = Utc::now();
-                ((self.ids)(flow.name(), now), now)
-            }
+            None => ((self.ids)(flow.name(), now), now),
         };
         emit(events, || FlowEvent::FlowStart {
             trace_id: trace_id.clone(),
@@ -532,6 +625,8 @@ impl FlowExecutor {
             trace_id,
             started_at,
             clock,
+            wall: now,
+            wall_day_nanos: day_nanos(now),
             events,
             secrets: Secrets::new(&options.dynamic_params),
             input,
@@ -552,36 +647,38 @@ impl FlowExecutor {
         records: &mut Vec<StepRecord>,
     ) -> bool {
         let mut failed = false;
-        for level in &plan.levels {
+        for level in plan.levels.iter() {
             let offload = level.iter().filter(|i| !done.contains(i)).count() > 1;
-            let outcomes: Vec<StepOutcome> = if offload {
-                let context: &JsonObject = context;
+            if offload {
+                let shared: &JsonObject = context;
                 let futures = level
                     .iter()
                     .filter(|i| !done.contains(i))
                     .map(|&index| async move {
                         let outcome = self
-                            .run_step(plan, run, progress, index, context, true)
+                            .run_step(plan, run, progress, index, shared, true)
                             .await;
-                        self.save_progress(run, progress, index, &outcome);
+                        self.save_progress(plan, run, progress, &outcome);
                         outcome
                     });
-                futures::future::join_all(futures).await
+                let outcomes = futures::future::join_all(futures).await;
+                for outcome in outcomes {
+                    failed |= absorb(plan, outcome, context, records);
+                }
             } else if let Some(&index) = level.iter().find(|i| !done.contains(i)) {
-                let outcome = self
-                    .run_step(plan, run, progress, index, context, false)
-                    .await;
-                self.save_progress(run, progress, index, &outcome);
-                vec![outcome]
+                if plan.steps[index].0.for_each.is_none() && Self::calls_inline(plan, index, false)
+                {
+                    // The hot path: no future, and the record goes straight into the log.
+                    failed |= self.run_inline_step(plan, run, progress, index, context, records);
+                } else {
+                    let outcome = self
+                        .run_step(plan, run, progress, index, context, false)
+                        .await;
+                    self.save_progress(plan, run, progress, &outcome);
+                    failed |= absorb(plan, outcome, context, records);
+                }
             } else {
                 continue;
-            };
-            for outcome in outcomes {
-                if let Some(merge) = outcome.merge {
-                    merge_into(context, merge);
-                }
-                failed |= outcome.fatal;
-                records.extend(outcome.records);
             }
             if failed {
                 break;
@@ -594,35 +691,89 @@ impl FlowExecutor {
     /// A map step's iteration records are already there (each went in as it completed).
     fn save_progress(
         &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        progress: &Mutex<Progress>,
+        outcome: &StepOutcome,
+    ) {
+        self.save_step(
+            plan,
+            run,
+            progress,
+            outcome.index,
+            outcome.records.as_slice(),
+            outcome.merge.as_ref(),
+            outcome.fatal,
+        );
+    }
+
+    /// [`FlowExecutor::save_progress`] of a step's parts.
+    #[allow(clippy::too_many_arguments)]
+    fn save_step(
+        &self,
+        plan: &RunPlan<'_>,
         run: &Run<'_>,
         progress: &Mutex<Progress>,
         index: usize,
-        outcome: &StepOutcome,
+        records: &[StepRecord],
+        merge: Option<&Merge>,
+        fatal: bool,
     ) {
         // A fatal step is not part of the resumable state: it runs again on resume.
-        let Some(sink) = self.checkpoints.as_ref().filter(|_| !outcome.fatal) else {
+        let Some(sink) = self.checkpoints.as_ref().filter(|_| !fatal) else {
             return;
         };
         let snapshot = {
             let Ok(mut progress) = progress.lock() else {
                 return;
             };
-            progress.records.extend(
-                outcome
-                    .records
-                    .iter()
-                    .filter(|r| r.iteration.is_none())
-                    .cloned(),
-            );
+            progress
+                .records
+                .extend(records.iter().filter(|r| r.iteration.is_none()).cloned());
+            let merged = merge
+                .map(|merge| merge.to_object(&plan.steps[index].0, index, records.first()))
+                .unwrap_or_default();
             progress.completed.push(CompletedStep {
                 step_index: index,
-                merged: outcome.merge.clone().unwrap_or_default(),
+                merged,
             });
             progress.iterations.retain(|i| i.step_index != index);
             progress.snapshot(run)
         };
         // A failed save must not fail the step: the run goes on, resumability degrades.
         let _ = sink.save(&snapshot);
+    }
+
+    /// Run an ordinary step whose calls run inline, as [`FlowExecutor::run_step`],
+    /// [`FlowExecutor::save_progress`] and [`absorb`] would; true when it was fatal.
+    fn run_inline_step(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        progress: &Mutex<Progress>,
+        index: usize,
+        context: &mut JsonObject,
+        log: &mut Vec<StepRecord>,
+    ) -> bool {
+        let CallOutcome {
+            record,
+            merge,
+            fatal,
+        } = self.call_step_inline(plan, run, index, None, StepContext::Context(context));
+        let first = log.len();
+        log.push(record);
+        let records = &log[first..];
+        self.save_step(plan, run, progress, index, records, merge.as_ref(), fatal);
+        match merge {
+            Some(Merge::Object(merge)) => merge_into(context, merge),
+            Some(Merge::RecordOutputs) => {
+                if let Some(outputs) = records.first().and_then(|r| r.outputs.as_ref()) {
+                    merge_outputs_into(context, &plan.steps[index].0, outputs);
+                }
+            }
+            None => {}
+        }
+        fatal
     }
 
     /// Run one step: one call, or a map step's iterations.
@@ -637,17 +788,56 @@ impl FlowExecutor {
     ) -> StepOutcome {
         let (step, _) = &plan.steps[index];
         if let Some(for_each) = &step.for_each {
-            return self
-                .run_map_step(plan, run, progress, index, for_each, context, offload)
-                .await;
+            // Boxed: its future is large, and ordinary steps would move it around.
+            return Box::pin(
+                self.run_map_step(plan, run, progress, index, for_each, context, offload),
+            )
+            .await;
         }
         let call = self
-            .call_step(plan, run, index, None, context, offload)
+            .call_step_fast(
+                plan,
+                run,
+                index,
+                None,
+                StepContext::Context(context),
+                offload,
+            )
             .await;
         StepOutcome {
-            records: vec![call.record],
+            index,
+            records: Records::One(call.record),
             merge: call.merge,
             fatal: call.fatal,
+        }
+    }
+
+    /// True when a step's calls can all run inline, without a future: a blocking tool (and
+    /// fallback) without timeout, not offloaded, without retries. Awaiting costs more than such
+    /// a call (the futures of the call chain are moved into each other's state), so the hot
+    /// path does not create them.
+    fn calls_inline(plan: &RunPlan<'_>, index: usize, offload: bool) -> bool {
+        let (step, _) = &plan.steps[index];
+        let (tool, fallback) = &plan.tools[index];
+        retry_settings(step).0 == 0
+            && tool.runs_inline(offload)
+            && fallback.is_none_or(|fallback| fallback.runs_inline(offload))
+    }
+
+    /// [`FlowExecutor::call_step`], inline when [`FlowExecutor::calls_inline`].
+    async fn call_step_fast(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        index: usize,
+        iteration: Option<usize>,
+        context: StepContext<'_>,
+        offload: bool,
+    ) -> CallOutcome {
+        if Self::calls_inline(plan, index, offload) {
+            self.call_step_inline(plan, run, index, iteration, context)
+        } else {
+            Box::pin(self.call_step(plan, run, index, iteration, context, offload)).await
         }
     }
 
@@ -660,13 +850,85 @@ impl FlowExecutor {
         run: &Run<'_>,
         index: usize,
         iteration: Option<usize>,
-        context: &JsonObject,
+        context: StepContext<'_>,
         offload: bool,
     ) -> CallOutcome {
+        let (mut call, input) = self.start_call(plan, run, index, iteration, context);
+        let (step, _) = &plan.steps[index];
+        let (tool, fallback) = plan.tools[index];
+        let result = match input {
+            Err(err) => Err(err),
+            Ok(input) => {
+                // The fallback gets the same resolved input; copy it only when there is one.
+                let fallback_input = fallback.map(|_| input.clone());
+                let mut result = self
+                    .call_with_retries(
+                        tool,
+                        step,
+                        input,
+                        offload,
+                        call.check_input,
+                        &mut call.record,
+                    )
+                    .await;
+                if result.is_err()
+                    && let (Some(fallback), Some(input)) = (fallback, fallback_input)
+                {
+                    call.record.fallback_used = true;
+                    call.record.fallback_tool_name = Some(fallback.name().to_string());
+                    result = self
+                        .call_cached(fallback, input, offload, true, &mut call.record)
+                        .await;
+                }
+                result
+            }
+        };
+        self.finish_call(plan, run, index, iteration, call, result)
+    }
+
+    /// [`FlowExecutor::call_step`] for calls that [`FlowExecutor::calls_inline`].
+    fn call_step_inline(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        index: usize,
+        iteration: Option<usize>,
+        context: StepContext<'_>,
+    ) -> CallOutcome {
+        let (mut call, input) = self.start_call(plan, run, index, iteration, context);
+        let (tool, fallback) = plan.tools[index];
+        let result = match input {
+            Err(err) => Err(err),
+            Ok(input) => {
+                let fallback_input = fallback.map(|_| input.clone());
+                let mut result =
+                    self.call_cached_inline(tool, input, call.check_input, &mut call.record);
+                if result.is_err()
+                    && let (Some(fallback), Some(input)) = (fallback, fallback_input)
+                {
+                    call.record.fallback_used = true;
+                    call.record.fallback_tool_name = Some(fallback.name().to_string());
+                    result = self.call_cached_inline(fallback, input, true, &mut call.record);
+                }
+                result
+            }
+        };
+        self.finish_call(plan, run, index, iteration, call, result)
+    }
+
+    /// Announce a call, start its record and build its input (recorded, redacted).
+    #[inline(always)]
+    fn start_call(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        index: usize,
+        iteration: Option<usize>,
+        context: StepContext<'_>,
+    ) -> (StartedCall, Result<JsonObject>) {
         let (step, step_id) = &plan.steps[index];
         let step: &FlowStep = step;
-        let (tool, fallback) = &plan.tools[index];
-        let secrets = &run.secrets;
+        let (tool, _) = plan.tools[index];
         run.emit(|| FlowEvent::StepStart {
             trace_id: run.trace_id.clone(),
             step_index: index,
@@ -675,31 +937,54 @@ impl FlowExecutor {
             iteration,
         });
         let clock = Instant::now();
-        let mut record = new_record(index, *step_id, &step.tool_name, iteration);
+        let mut record = new_record(
+            index,
+            *step_id,
+            &step.tool_name,
+            iteration,
+            run.wall_time(clock),
+        );
+        let input = build_input_from(step, index, context, tool.input_schema());
+        if let Ok(input) = &input {
+            record.inputs = run.secrets.redact_input(step, input);
+        }
+        let call = StartedCall {
+            record,
+            clock,
+            // An iteration reads its element, which nothing proves.
+            check_input: iteration.is_some() || !plan.proven.get(index).copied().unwrap_or(false),
+        };
+        (call, input)
+    }
+
+    /// Settle a call's record and contribution from its result.
+    #[inline(always)]
+    fn finish_call(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        index: usize,
+        iteration: Option<usize>,
+        call: StartedCall,
+        result: Result<JsonObject>,
+    ) -> CallOutcome {
+        let (step, _) = &plan.steps[index];
+        let step: &FlowStep = step;
+        let secrets = &run.secrets;
         let skip = step.on_error == OnError::Skip;
-        let result: Result<JsonObject> =
-            match build_input(step, index, context, tool.input_schema()) {
-                Err(err) => Err(err),
-                Ok(input) => {
-                    record.inputs = secrets.redact_input(step, &input);
-                    // The fallback gets the same resolved input; copy it only when there is one.
-                    let fallback_input = fallback.as_ref().map(|_| input.clone());
-                    let mut result = self
-                        .call_with_retries(tool, step, input, offload, &mut record)
-                        .await;
-                    if result.is_err()
-                        && let (Some(fallback), Some(input)) = (fallback, fallback_input)
-                    {
-                        record.fallback_used = true;
-                        record.fallback_tool_name = Some(fallback.name().to_string());
-                        result = self
-                            .call_cached(fallback, input, offload, &mut record)
-                            .await;
-                    }
-                    result
-                }
-            };
+        let StartedCall {
+            mut record, clock, ..
+        } = call;
         let (merge, error) = match result {
+            // A step's outputs kept as they are: the context copies them from the record later.
+            Ok(outputs) if iteration.is_none() && secrets.is_empty() => {
+                let checked = check_output_mapping(step, index, &outputs);
+                record.outputs = Some(outputs);
+                match checked {
+                    Ok(()) => (Some(Merge::RecordOutputs), None),
+                    Err(err) => (None, Some(err)),
+                }
+            }
             Ok(outputs) => {
                 let merged = match iteration {
                     None => mapped_outputs(step, index, &outputs),
@@ -707,7 +992,7 @@ impl FlowExecutor {
                 };
                 record.outputs = Some(secrets.redact_owned(outputs));
                 match merged {
-                    Ok(merge) => (Some(merge), None),
+                    Ok(merge) => (Some(Merge::Object(merge)), None),
                     Err(err) => (None, Some(err)),
                 }
             }
@@ -723,8 +1008,9 @@ impl FlowExecutor {
                 record.skipped = skip;
             }
         }
-        record.ended_at = Utc::now();
-        record.duration_ms = millis(clock.elapsed());
+        let end = Instant::now();
+        record.ended_at = run.wall_time(end);
+        record.duration_ms = millis(end.saturating_duration_since(clock));
         run.emit(|| FlowEvent::StepEnd {
             trace_id: run.trace_id.clone(),
             record: Box::new(record.clone()),
@@ -734,7 +1020,7 @@ impl FlowExecutor {
             merge: if error.is_none() {
                 merge
             } else {
-                Some(Map::new())
+                Some(Merge::Object(Map::new()))
             }
             .filter(|_| !fatal),
             fatal,
@@ -747,22 +1033,20 @@ impl FlowExecutor {
         step: &FlowStep,
         input: JsonObject,
         offload: bool,
+        check_input: bool,
         record: &mut StepRecord,
     ) -> Result<JsonObject> {
-        let (retries, mut wait, factor) = match &step.retry_policy {
-            Some(policy) => (
-                policy.max_retries,
-                policy.backoff_seconds.max(0.0),
-                policy.backoff_multiplier.max(0.0),
-            ),
-            None => (0, 0.0, 1.0),
-        };
+        let (retries, mut wait, factor) = retry_settings(step);
         if retries == 0 {
-            return self.call_cached(tool, input, offload, record).await;
+            return self
+                .call_cached(tool, input, offload, check_input, record)
+                .await;
         }
         let mut attempt = 0;
         loop {
-            let result = self.call_cached(tool, input.clone(), offload, record).await;
+            let result = self
+                .call_cached(tool, input.clone(), offload, check_input, record)
+                .await;
             attempt += 1;
             let retryable = matches!(&result, Err(err) if !is_input_error(err));
             if !retryable || attempt > retries {
@@ -780,23 +1064,82 @@ impl FlowExecutor {
         tool: &Tool,
         input: JsonObject,
         offload: bool,
+        check_input: bool,
         record: &mut StepRecord,
     ) -> Result<JsonObject> {
-        let cache = self.cache.as_ref().filter(|_| tool.cacheable());
-        let key = cache.map(|_| StepCache::key(tool, &input));
-        if let (Some(cache), Some(key)) = (cache, &key)
-            && let Some(outputs) = cache.get(key)
-        {
-            record.cache_hit = true;
-            return Ok(outputs);
-        }
+        let key = match self.cache_lookup(tool, &input, record) {
+            Ok(key) => key,
+            Err(outputs) => return Ok(outputs),
+        };
         record.attempts += 1;
-        let result = tool.run_with(input, offload).await;
-        if let (Some(cache), Some(key), Ok(outputs)) = (cache, key, &result) {
-            cache.put(key, outputs.clone());
-        }
+        let result = tool.run_checked(input, offload, check_input).await;
+        self.cache_store(key, &result);
         result
     }
+
+    /// [`FlowExecutor::call_cached`] of a tool that runs inline.
+    fn call_cached_inline(
+        &self,
+        tool: &Tool,
+        input: JsonObject,
+        check_input: bool,
+        record: &mut StepRecord,
+    ) -> Result<JsonObject> {
+        let key = match self.cache_lookup(tool, &input, record) {
+            Ok(key) => key,
+            Err(outputs) => return Ok(outputs),
+        };
+        record.attempts += 1;
+        let result = tool.run_inline(input, check_input);
+        self.cache_store(key, &result);
+        result
+    }
+
+    /// The cache key of a call of a cacheable tool (`Ok(None)` without cache), or `Err` with the
+    /// cached outputs of a hit.
+    fn cache_lookup(
+        &self,
+        tool: &Tool,
+        input: &JsonObject,
+        record: &mut StepRecord,
+    ) -> std::result::Result<Option<(&StepCache, String)>, JsonObject> {
+        let Some(cache) = self.cache.as_deref().filter(|_| tool.cacheable()) else {
+            return Ok(None);
+        };
+        let key = StepCache::key(tool, input);
+        match cache.get(&key) {
+            Some(outputs) => {
+                record.cache_hit = true;
+                Err(outputs)
+            }
+            None => Ok(Some((cache, key))),
+        }
+    }
+
+    fn cache_store(&self, key: Option<(&StepCache, String)>, result: &Result<JsonObject>) {
+        if let (Some((cache, key)), Ok(outputs)) = (key, result) {
+            cache.put(key, outputs.clone());
+        }
+    }
+}
+
+/// A step's `(retries, first wait in seconds, wait multiplier)`.
+fn retry_settings(step: &FlowStep) -> (u32, f64, f64) {
+    match &step.retry_policy {
+        Some(policy) => (
+            policy.max_retries,
+            policy.backoff_seconds.max(0.0),
+            policy.backoff_multiplier.max(0.0),
+        ),
+        None => (0, 0.0, 1.0),
+    }
+}
+
+/// A call between [`FlowExecutor::start_call`] and [`FlowExecutor::finish_call`].
+struct StartedCall {
+    record: StepRecord,
+    clock: Instant,
+    check_input: bool,
 }
 
 fn is_input_error(err: &Error) -> bool {
@@ -807,6 +1150,31 @@ fn merge_into(context: &mut JsonObject, merge: JsonObject) {
     for (key, value) in merge {
         context.insert(key, value);
     }
+}
+
+/// Merge a finished step into the context and its records into the log; true when it was fatal.
+fn absorb(
+    plan: &RunPlan<'_>,
+    outcome: StepOutcome,
+    context: &mut JsonObject,
+    log: &mut Vec<StepRecord>,
+) -> bool {
+    match outcome.merge {
+        Some(Merge::Object(merge)) => merge_into(context, merge),
+        Some(Merge::RecordOutputs) => {
+            if let Some(outputs) = outcome
+                .records
+                .as_slice()
+                .first()
+                .and_then(|record| record.outputs.as_ref())
+            {
+                merge_outputs_into(context, &plan.steps[outcome.index].0, outputs);
+            }
+        }
+        None => {}
+    }
+    outcome.records.append_to(log);
+    outcome.fatal
 }
 
 fn millis(elapsed: Duration) -> f64 {
@@ -871,6 +1239,10 @@ struct Run<'a> {
     trace_id: String,
     started_at: Timestamp,
     clock: Instant,
+    /// The wall-clock time when `clock` was read (a resumed run's `started_at` is older).
+    wall: Timestamp,
+    /// `wall`'s time of day in nanoseconds (its leap-second nanos, if any, excluded).
+    wall_day_nanos: u64,
     events: Option<&'a EventSender>,
     secrets: Secrets,
     input: JsonObject,
@@ -884,6 +1256,31 @@ impl Run<'_> {
         emit(self.events, make);
     }
 
+    /// The wall-clock time at `instant`, from the run's one reading of both clocks: a monotonic
+    /// reading per timestamp instead of a second, wall-clock one (on Linux the wall clock is the
+    /// monotonic one plus an offset, which only moves when someone sets the time).
+    fn wall_time(&self, instant: Instant) -> Timestamp {
+        let since = instant.saturating_duration_since(self.clock);
+        // Within the day the run started on (nearly always), the time of day is a sum: no
+        // calendar arithmetic.
+        let nanos = u64::try_from(since.as_nanos())
+            .ok()
+            .and_then(|since| since.checked_add(self.wall_day_nanos))
+            .filter(|nanos| *nanos < NANOS_PER_DAY);
+        let time = nanos.and_then(|nanos| {
+            let seconds = u32::try_from(nanos / 1_000_000_000).ok()?;
+            let fraction = u32::try_from(nanos % 1_000_000_000).ok()?;
+            chrono::NaiveTime::from_num_seconds_from_midnight_opt(seconds, fraction)
+        });
+        match time {
+            Some(time) => self.wall.date_naive().and_time(time).and_utc(),
+            None => chrono::TimeDelta::from_std(since)
+                .ok()
+                .and_then(|delta| self.wall.checked_add_signed(delta))
+                .unwrap_or_else(Utc::now),
+        }
+    }
+
     /// The run's result, announced as the flow's end.
     fn finish(
         self,
@@ -891,7 +1288,8 @@ impl Run<'_> {
         final_output: Option<JsonObject>,
         log: Vec<StepRecord>,
     ) -> ExecutionResult {
-        let ended_at = Utc::now();
+        let end = Instant::now();
+        let ended_at = self.wall_time(end);
         let result = ExecutionResult {
             flow_name: self.flow.name().to_string(),
             flow_version: Some(self.flow.version().to_string()),
@@ -901,7 +1299,7 @@ impl Run<'_> {
             trace_id: self.trace_id.clone(),
             started_at: self.started_at,
             ended_at,
-            total_duration_ms: millis(self.clock.elapsed()),
+            total_duration_ms: millis(end.saturating_duration_since(self.clock)),
             initial_input: Some(self.input),
         };
         emit(self.events, || FlowEvent::FlowEnd {
@@ -911,6 +1309,15 @@ impl Run<'_> {
         });
         result
     }
+}
+
+const NANOS_PER_DAY: u64 = 86_400 * 1_000_000_000;
+
+/// Nanoseconds since midnight of a time (a leap second's extra nanos count as none).
+fn day_nanos(time: Timestamp) -> u64 {
+    use chrono::Timelike;
+    u64::from(time.num_seconds_from_midnight()) * 1_000_000_000
+        + u64::from(time.nanosecond().min(999_999_999))
 }
 
 /// Send an event when someone listens (the event is only made then).
@@ -956,8 +1363,8 @@ fn new_record(
     step_id: Option<&str>,
     tool_name: &str,
     iteration: Option<usize>,
+    started_at: Timestamp,
 ) -> StepRecord {
-    let started_at = Utc::now();
     StepRecord {
         step_index: index as i64,
         step_id: step_id.map(str::to_string),
@@ -993,7 +1400,7 @@ fn initial_context(
         context.insert(key.clone(), value.clone());
     }
     if !completed.is_empty() {
-        for level in &plan.levels {
+        for level in plan.levels.iter() {
             for &index in level {
                 if let Some(step) = completed.iter().find(|c| c.step_index == index) {
                     merge_into(&mut context, step.merged.clone());
@@ -1010,7 +1417,7 @@ fn order_log(plan: &RunPlan<'_>, records: &mut [StepRecord]) {
     if plan.is_dag {
         let mut position = vec![0; plan.steps.len()];
         let mut next = 0;
-        for level in &plan.levels {
+        for level in plan.levels.iter() {
             for &index in level {
                 position[index] = next;
                 next += 1;
@@ -1134,5 +1541,62 @@ impl Secrets {
             }
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wall_times_are_the_run_start_plus_the_monotonic_time_since() {
+        let executor = FlowExecutor::new(ToolRegistry::new());
+        let flow = FlowDefinition::from_value(serde_json::json!({"name": "f", "steps": []}))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let mut run = executor.start_run(&flow, Map::new(), &RunOptions::default(), None, None);
+        for wall in [
+            "2026-12-03T08:00:00.123456789Z",
+            "2026-12-31T23:59:59.999999999Z",
+            "2024-02-28T23:59:59.5Z",
+        ] {
+            run.wall = wall.parse().unwrap_or_else(|err| panic!("{err}"));
+            run.wall_day_nanos = day_nanos(run.wall);
+            for since in [
+                0,
+                1,
+                499_999_999,
+                500_000_000,
+                1_000_000_001,
+                90_000_000_000_000,
+            ] {
+                let since = Duration::from_nanos(since);
+                let expected = run.wall + chrono::TimeDelta::from_std(since).unwrap_or_default();
+                assert_eq!(
+                    run.wall_time(run.clock + since),
+                    expected,
+                    "{wall} + {since:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn trace_ids_are_written_as_format_would() {
+        for (value, digits) in [
+            (0_u64, 8),
+            (0xabc, 8),
+            (u64::MAX, 16),
+            (0x1234_5678_9abc_def0, 16),
+        ] {
+            let mut out = String::new();
+            push_hex(&mut out, value, digits);
+            assert_eq!(out, format!("{value:0width$x}", width = digits as usize));
+        }
+        let started_at = Utc::now();
+        let id = default_trace_id("f", started_at);
+        let nanos = started_at.timestamp_nanos_opt().unwrap_or_default() as u64;
+        assert_eq!(id.len(), 32);
+        assert_eq!(&id[..16], format!("{nanos:016x}"));
+        assert_eq!(&id[16..24], format!("{:08x}", std::process::id()));
     }
 }

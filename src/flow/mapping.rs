@@ -87,31 +87,28 @@ pub fn escape_token(token: &str) -> String {
 pub fn follow<'v>(value: &'v Value, tokens: &[String]) -> Option<&'v Value> {
     let mut current = value;
     for token in tokens {
-        current = match current {
-            Value::Object(map) => map.get(token)?,
-            Value::Array(items) => {
-                if token.starts_with('+') || (token.len() > 1 && token.starts_with('0')) {
-                    return None;
-                }
-                items.get(token.parse::<usize>().ok()?)?
-            }
-            _ => return None,
-        };
+        current = follow_token(current, token)?;
     }
     Some(current)
 }
 
+/// One pointer step: an object key, or an array index without sign or leading zero.
+fn follow_token<'v>(current: &'v Value, token: &str) -> Option<&'v Value> {
+    match current {
+        Value::Object(map) => map.get(token),
+        Value::Array(items) => {
+            if token.starts_with('+') || (token.len() > 1 && token.starts_with('0')) {
+                return None;
+            }
+            items.get(token.parse::<usize>().ok()?)
+        }
+        _ => None,
+    }
+}
+
 /// Resolve a JSON pointer against the context object.
 pub fn resolve_pointer<'c>(context: &'c JsonObject, pointer: &str) -> Result<&'c Value, String> {
-    let tokens = pointer_tokens(pointer)?;
-    let Some((first, rest)) = tokens.split_first() else {
-        return Err("the empty pointer names the whole context, not a field".into());
-    };
-    let root = context
-        .get(first)
-        .ok_or_else(|| format!("JSON pointer `{pointer}`: context has no key `{first}`"))?;
-    follow(root, rest)
-        .ok_or_else(|| format!("JSON pointer `{pointer}` matches nothing in the context"))
+    StepContext::Context(context).resolve_pointer(pointer)
 }
 
 /// Parsed `{{...}}` template pieces.
@@ -152,6 +149,10 @@ pub fn parse_template(template: &str) -> Result<Vec<TemplatePart>, String> {
 /// Fill a template from the context. Exactly one placeholder and nothing else yields the value
 /// itself; otherwise the result is a string (strings inserted as is, other values as JSON).
 pub fn render_template(template: &str, context: &JsonObject) -> Result<Value, String> {
+    render_in(template, StepContext::Context(context))
+}
+
+fn render_in(template: &str, context: StepContext<'_>) -> Result<Value, String> {
     let parts = parse_template(template)?;
     let lookup = |path: &[String]| -> Result<Value, String> {
         let (first, rest) = path
@@ -183,12 +184,129 @@ pub fn render_template(template: &str, context: &JsonObject) -> Result<Value, St
     Ok(Value::String(out))
 }
 
+/// What a step reads its input from: the flow's context, or, for one iteration of a map step,
+/// the context with the current element under the item key. The element is looked up in place
+/// rather than copied into a scoped context, so an iteration copies only what its input holds.
+#[derive(Debug, Clone, Copy)]
+pub enum StepContext<'a> {
+    Context(&'a JsonObject),
+    /// `context` with `element` under `item_key` (shadowing a context key of that name).
+    Item {
+        context: &'a JsonObject,
+        item_key: &'a str,
+        element: &'a Value,
+    },
+}
+
+impl<'a> StepContext<'a> {
+    /// The value of a top-level key.
+    pub fn get(&self, key: &str) -> Option<&'a Value> {
+        match *self {
+            StepContext::Context(context) => context.get(key),
+            StepContext::Item {
+                context,
+                item_key,
+                element,
+            } => {
+                if key == item_key {
+                    Some(element)
+                } else {
+                    context.get(key)
+                }
+            }
+        }
+    }
+
+    /// Resolve a JSON pointer (as [`resolve_pointer`]).
+    pub fn resolve_pointer(&self, pointer: &str) -> Result<&'a Value, String> {
+        // Without `~` no token needs unescaping: walk the borrowed tokens (a step input is
+        // resolved once per call, so this is on the hot path).
+        if !pointer.contains('~')
+            && let Some(rest) = pointer.strip_prefix('/')
+        {
+            let mut tokens = rest.split('/');
+            let first = tokens.next().unwrap_or_default();
+            let mut current = self
+                .get(first)
+                .ok_or_else(|| format!("JSON pointer `{pointer}`: context has no key `{first}`"))?;
+            for token in tokens {
+                current = follow_token(current, token).ok_or_else(|| {
+                    format!("JSON pointer `{pointer}` matches nothing in the context")
+                })?;
+            }
+            return Ok(current);
+        }
+        let tokens = pointer_tokens(pointer)?;
+        let Some((first, rest)) = tokens.split_first() else {
+            return Err("the empty pointer names the whole context, not a field".into());
+        };
+        let root = self
+            .get(first)
+            .ok_or_else(|| format!("JSON pointer `{pointer}`: context has no key `{first}`"))?;
+        follow(root, rest)
+            .ok_or_else(|| format!("JSON pointer `{pointer}` matches nothing in the context"))
+    }
+
+    /// The whole context as the tool's input, only the `declared` keys when given; the item
+    /// where inserting it into a copy of the context would put it (last, unless it shadows a
+    /// key).
+    fn to_object(self, declared: Option<&JsonObject>) -> JsonObject {
+        let keep = |key: &str| declared.is_none_or(|properties| properties.contains_key(key));
+        match self {
+            StepContext::Context(context) if declared.is_none() => context.clone(),
+            StepContext::Context(context) => context
+                .iter()
+                .filter(|(key, _)| keep(key.as_str()))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+            StepContext::Item {
+                context,
+                item_key,
+                element,
+            } => {
+                let mut object: JsonObject = context
+                    .iter()
+                    .filter(|(key, _)| keep(key.as_str()))
+                    .map(|(key, value)| {
+                        let value = if key.as_str() == item_key {
+                            element.clone()
+                        } else {
+                            value.clone()
+                        };
+                        (key.clone(), value)
+                    })
+                    .collect();
+                if keep(item_key) && !context.contains_key(item_key) {
+                    object.insert(item_key.to_string(), element.clone());
+                }
+                object
+            }
+        }
+    }
+}
+
 /// Build a step's tool input from the context. `input_schema` lets a whole-context input drop
 /// keys a closed schema (`additionalProperties: false`) would reject.
 pub fn build_input(
     step: &FlowStep,
     step_index: usize,
     context: &JsonObject,
+    input_schema: &Value,
+) -> Result<JsonObject> {
+    build_input_from(
+        step,
+        step_index,
+        StepContext::Context(context),
+        input_schema,
+    )
+}
+
+/// [`build_input`] over a [`StepContext`]: what a map step's iteration reads is exactly what
+/// [`build_input`] would read from its [`iteration_context`].
+pub fn build_input_from(
+    step: &FlowStep,
+    step_index: usize,
+    context: StepContext<'_>,
     input_schema: &Value,
 ) -> Result<JsonObject> {
     let fail = |field: &str, message: String| Error::InputMapping {
@@ -201,12 +319,8 @@ pub fn build_input(
         let closed = input_schema.get("additionalProperties") == Some(&Value::Bool(false));
         let declared = input_schema.get("properties").and_then(Value::as_object);
         return Ok(match (closed, declared) {
-            (true, Some(properties)) => context
-                .iter()
-                .filter(|(key, _)| properties.contains_key(*key))
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-            _ => context.clone(),
+            (true, Some(properties)) => context.to_object(Some(properties)),
+            _ => context.to_object(None),
         });
     }
     let mut input = Map::with_capacity(step.input_mapping.len() + step.input_templates.len());
@@ -216,7 +330,8 @@ pub fn build_input(
                 .get(key)
                 .cloned()
                 .ok_or_else(|| fail(field, format!("context has no key `{key}`")))?,
-            Source::Pointer(pointer) => resolve_pointer(context, pointer)
+            Source::Pointer(pointer) => context
+                .resolve_pointer(pointer)
                 .cloned()
                 .map_err(|message| fail(field, message))?,
             Source::Literal(value) => value.clone(),
@@ -224,7 +339,7 @@ pub fn build_input(
         input.insert(field.clone(), value);
     }
     for (field, template) in &step.input_templates {
-        let value = render_template(template, context).map_err(|message| fail(field, message))?;
+        let value = render_in(template, context).map_err(|message| fail(field, message))?;
         input.insert(field.clone(), value);
     }
     Ok(input)
@@ -317,6 +432,68 @@ pub fn output_mapped(
     })
 }
 
+/// The error [`output_mapped`] gives for these outputs, without copying them.
+pub fn check_output_mapping(
+    step: &FlowStep,
+    step_index: usize,
+    outputs: &JsonObject,
+) -> Result<()> {
+    let Some(mapping) = &step.output_mapping else {
+        return Ok(());
+    };
+    for output_key in mapping.values() {
+        let output_key = output_key.as_str().unwrap_or_default();
+        if !outputs.contains_key(output_key) {
+            return Err(Error::OutputMapping {
+                step: step_index,
+                tool: step.tool_name.clone(),
+                output_key: output_key.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Merge a step's outputs into the context as merging [`mapped_outputs`] would, copying each
+/// value once and reusing the context's keys. Outputs the mapping names but that are missing
+/// are left out ([`check_output_mapping`] is what reports them).
+pub fn merge_outputs_into(context: &mut JsonObject, step: &FlowStep, outputs: &JsonObject) {
+    fn set(context: &mut JsonObject, key: &str, value: Value) {
+        match context.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => {
+                context.insert(key.to_string(), value);
+            }
+        }
+    }
+    match (&step.output_key, &step.output_mapping) {
+        (None, None) => {
+            for (key, value) in outputs {
+                set(context, key, value.clone());
+            }
+        }
+        (None, Some(mapping)) => {
+            for (context_key, output_key) in mapping {
+                if let Some(value) = outputs.get(output_key.as_str().unwrap_or_default()) {
+                    set(context, context_key, value.clone());
+                }
+            }
+        }
+        (Some(key), None) => set(context, key, Value::Object(outputs.clone())),
+        (Some(key), Some(mapping)) => {
+            let nested: JsonObject = mapping
+                .iter()
+                .filter_map(|(context_key, output_key)| {
+                    outputs
+                        .get(output_key.as_str().unwrap_or_default())
+                        .map(|value| (context_key.clone(), value.clone()))
+                })
+                .collect();
+            set(context, key, Value::Object(nested));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +536,83 @@ mod tests {
         let scoped = iteration_context(&whole, &context, "big", &json!(1));
         assert_eq!(scoped.len(), 4);
         assert_eq!(scoped["big"], json!(1));
+    }
+
+    #[test]
+    fn an_item_context_reads_what_the_iteration_context_holds() {
+        let context = ctx(json!({"orders": [1, 2], "region": "eu", "item": "shadowed", "n": 1}));
+        let element = json!({"id": 2, "tags": ["a"]});
+        let item = StepContext::Item {
+            context: &context,
+            item_key: "item",
+            element: &element,
+        };
+        let mut templated = FlowStep::new(
+            "t",
+            ctx(json!({"order": "/item/id", "tag": "/item/tags/0", "region": "region", "k": 3})),
+        );
+        templated
+            .input_templates
+            .insert("who".into(), "{{item.id}} in {{region}}".into());
+        let whole = FlowStep::new("t", Map::new());
+        let missing = FlowStep::new("t", ctx(json!({"x": "/item/nope"})));
+        let open = json!({"type": "object"});
+        let closed = json!({"type": "object", "properties": {"item": {}, "n": {}},
+                            "additionalProperties": false});
+        for step in [&templated, &whole, &missing] {
+            for schema in [&open, &closed] {
+                let scoped = iteration_context(step, &context, "item", &element);
+                let expected = build_input(step, 0, &scoped, schema).map_err(|e| e.to_string());
+                let got = build_input_from(step, 0, item, schema).map_err(|e| e.to_string());
+                assert_eq!(got, expected);
+                // Same keys in the same order, too.
+                if let (Ok(got), Ok(expected)) = (got, expected) {
+                    assert!(got.keys().eq(expected.keys()));
+                }
+            }
+        }
+        // An item key the context lacks goes last.
+        let fresh = StepContext::Item {
+            context: &context,
+            item_key: "new",
+            element: &element,
+        };
+        let input = build_input_from(&whole, 0, fresh, &open).unwrap();
+        assert_eq!(input.keys().next_back().map(String::as_str), Some("new"));
+    }
+
+    #[test]
+    fn merging_from_outputs_matches_merging_the_mapped_outputs() {
+        let outputs = ctx(json!({"a": 1, "b": {"c": 2}, "d": 3}));
+        let context = ctx(json!({"z": 0, "a": "old", "x": 9}));
+        let mut steps = vec![FlowStep::new("t", Map::new())];
+        let mut mapped = FlowStep::new("t", Map::new());
+        mapped.output_mapping = ctx(json!({"x": "b", "new": "a"})).into();
+        steps.push(mapped.clone());
+        let mut keyed = FlowStep::new("t", Map::new());
+        keyed.output_key = Some("z".into());
+        steps.push(keyed.clone());
+        keyed.output_mapping = mapped.output_mapping.clone();
+        steps.push(keyed);
+        for step in &steps {
+            let mut expected = context.clone();
+            for (key, value) in mapped_outputs(step, 0, &outputs).unwrap() {
+                expected.insert(key, value);
+            }
+            let mut got = context.clone();
+            merge_outputs_into(&mut got, step, &outputs);
+            assert_eq!(got, expected);
+            assert!(got.keys().eq(expected.keys()));
+        }
+        let mut missing = FlowStep::new("t", Map::new());
+        missing.output_mapping = ctx(json!({"x": "nope"})).into();
+        assert_eq!(
+            check_output_mapping(&missing, 2, &outputs).map_err(|e| e.to_string()),
+            output_mapped(&missing, 2, &outputs)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        );
+        assert!(check_output_mapping(&mapped, 2, &outputs).is_ok());
     }
 
     #[test]

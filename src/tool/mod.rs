@@ -97,6 +97,114 @@ pub struct Tool {
     schema_hash: String,
     cacheable: bool,
     read_only: Option<bool>,
+    /// What the executor can tell from the schemas without running the tool.
+    input_shape: Shape,
+    output_shape: Shape,
+}
+
+/// A top-level `properties` entry of a schema: its name and the sha256 of its own schema's
+/// canonical JSON (equal digests: the same schema).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Property {
+    pub name: String,
+    pub digest: [u8; 32],
+}
+
+/// The top level of an object schema, for the executor's static reasoning about which values
+/// are already known to satisfy which schema. Only filled for a schema without any `$` keyword
+/// anywhere (no `$ref`, `$schema`, `$id`, ...): equal property schemas then mean the same thing,
+/// whatever document they sit in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// The schema was analysed (it is an object without `$` keywords).
+    pub known: bool,
+    /// Every keyword is one of `type: "object"`, `properties`, `required`, boolean
+    /// `additionalProperties`, `title`, `description`: the schema says nothing else, so an
+    /// object meets it when its required keys are there and each value meets its property's
+    /// schema (and, when closed, it has no other key).
+    pub exact: bool,
+    pub properties: Vec<Property>,
+    pub required: Vec<String>,
+    /// `additionalProperties: false` without `patternProperties`: no key outside `properties`.
+    pub closed: bool,
+}
+
+impl Shape {
+    fn of(schema: &Value) -> Self {
+        let Some(object) = schema.as_object().filter(|_| !has_dollar_key(schema)) else {
+            return Self::default();
+        };
+        let properties: Vec<Property> = object
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|properties| {
+                properties
+                    .iter()
+                    .map(|(name, schema)| Property {
+                        name: name.clone(),
+                        digest: digest_of(schema),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let required: Option<Vec<String>> = match object.get("required") {
+            None => Some(Vec::new()),
+            Some(Value::Array(names)) => names
+                .iter()
+                .map(|name| name.as_str().map(str::to_string))
+                .collect(),
+            Some(_) => None,
+        };
+        let closed = object.get("additionalProperties") == Some(&Value::Bool(false))
+            && !object.contains_key("patternProperties");
+        let exact = required.is_some()
+            && object
+                .iter()
+                .all(|(keyword, value)| match keyword.as_str() {
+                    "type" => *value == "object",
+                    "properties" => value.is_object(),
+                    "required" | "title" | "description" => true,
+                    "additionalProperties" => value.is_boolean(),
+                    _ => false,
+                });
+        Self {
+            known: true,
+            exact,
+            properties,
+            required: required.unwrap_or_default(),
+            closed,
+        }
+    }
+
+    /// The digest of property `name`'s schema.
+    pub fn property(&self, name: &str) -> Option<&[u8; 32]> {
+        self.properties
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| &p.digest)
+    }
+
+    pub fn requires(&self, name: &str) -> bool {
+        self.required.iter().any(|r| r == name)
+    }
+}
+
+/// sha256 of a schema's canonical JSON.
+fn digest_of(schema: &Value) -> [u8; 32] {
+    let mut digest = [0; 32];
+    digest.copy_from_slice(&Sha256::digest(canonical_json(schema).as_bytes()));
+    digest
+}
+
+/// True when an object anywhere in `value` has a key starting with `$`.
+fn has_dollar_key(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map
+            .iter()
+            .any(|(key, value)| key.starts_with('$') || has_dollar_key(value)),
+        Value::Array(items) => items.iter().any(has_dollar_key),
+        _ => false,
+    }
 }
 
 impl fmt::Debug for Tool {
@@ -200,6 +308,8 @@ impl ToolBuilder {
             &self.output_schema,
             &self.schema_version,
         );
+        let input_shape = Shape::of(&self.input_schema);
+        let output_shape = Shape::of(&self.output_schema);
         Ok(Tool {
             name: self.name,
             description: self.description,
@@ -214,6 +324,8 @@ impl ToolBuilder {
             schema_hash,
             cacheable: self.cacheable,
             read_only: self.read_only,
+            input_shape,
+            output_shape,
         })
     }
 }
@@ -352,6 +464,12 @@ impl Tool {
     pub fn is_async(&self) -> bool {
         matches!(self.function, ToolFn::Async(_))
     }
+    pub(crate) fn input_shape(&self) -> &Shape {
+        &self.input_shape
+    }
+    pub(crate) fn output_shape(&self) -> &Shape {
+        &self.output_shape
+    }
 
     /// Validate `input` against the input schema.
     pub fn validate_input(&self, input: &JsonObject) -> Result<()> {
@@ -368,25 +486,56 @@ impl Tool {
     /// Like [`Tool::run_async`]; `offload` runs a blocking function on a blocking thread so
     /// several can proceed at once.
     pub(crate) async fn run_with(&self, input: JsonObject, offload: bool) -> Result<JsonObject> {
-        let input_value = Value::Object(input);
-        validate(&self.input_validator, &input_value, &self.name, "input")?;
-        let Value::Object(input) = input_value else {
-            return unreachable_object();
-        };
+        self.run_checked(input, offload, true).await
+    }
+
+    /// Like [`Tool::run_with`]; `check_input: false` skips the input schema check, for an
+    /// input the executor proved meets it (see `executor::proof`). The output is always checked.
+    pub(crate) async fn run_checked(
+        &self,
+        input: JsonObject,
+        offload: bool,
+        check_input: bool,
+    ) -> Result<JsonObject> {
+        let input = self.checked_input(input, check_input)?;
         let output = self.call(input, offload).await?;
         self.check_output(output)
     }
 
+    /// True when [`Tool::run_inline`] can run it: a blocking function without a timeout, and
+    /// the caller does not want it offloaded.
+    pub(crate) fn runs_inline(&self, offload: bool) -> bool {
+        !offload
+            && matches!(
+                (&self.function, self.timeout_seconds),
+                (ToolFn::Sync(_), None)
+            )
+    }
+
+    /// [`Tool::run_checked`] of a tool that [`Tool::runs_inline`], without a future: the
+    /// executor's hot path calls it directly.
+    pub(crate) fn run_inline(&self, input: JsonObject, check_input: bool) -> Result<JsonObject> {
+        let input = self.checked_input(input, check_input)?;
+        let output = self.call_inline(input)?;
+        self.check_output(output)
+    }
+
+    fn checked_input(&self, input: JsonObject, check_input: bool) -> Result<JsonObject> {
+        if !check_input {
+            return Ok(input);
+        }
+        let input_value = Value::Object(input);
+        validate(&self.input_validator, &input_value, &self.name, "input")?;
+        match input_value {
+            Value::Object(input) => Ok(input),
+            _ => unreachable_object(),
+        }
+    }
+
     /// Blocking form of [`Tool::run_async`].
     pub fn run(&self, input: JsonObject) -> Result<JsonObject> {
-        if let (ToolFn::Sync(_), None) = (&self.function, self.timeout_seconds) {
-            let input_value = Value::Object(input);
-            validate(&self.input_validator, &input_value, &self.name, "input")?;
-            let Value::Object(input) = input_value else {
-                return unreachable_object();
-            };
-            let output = self.call_inline(input)?;
-            return self.check_output(output);
+        if self.runs_inline(false) {
+            return self.run_inline(input, true);
         }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
