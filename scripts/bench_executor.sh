@@ -12,7 +12,7 @@ rust_iterations=${1:-50000}
 python_iterations=${2:-2000}
 venv=${BENCH_VENV:-${CARGO_TARGET_DIR:-$root/target}/bench-venv}
 
-cargo build --release --quiet -p chainweaver --example bench_executor
+cargo build --release --quiet --workspace --example bench_executor
 rust=$("${CARGO_TARGET_DIR:-$root/target}/release/examples/bench_executor" "$rust_iterations")
 # A map step over 1,000 elements, per iteration, next to the linear step.
 "${CARGO_TARGET_DIR:-$root/target}/release/examples/bench_executor" map 200

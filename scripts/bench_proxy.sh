@@ -16,7 +16,7 @@ lossless_calls=${2:-100000}
 window=${3:-32}
 target=${CARGO_TARGET_DIR:-$root/target}
 
-cargo build --release --quiet -p chainweaver --bin chainweaver --example bench_proxy
+cargo build --release --quiet --workspace --bin chainweaver --example bench_proxy
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 server="python3 $root/scripts/mcp_record_server.py"

@@ -9,5 +9,5 @@
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-cargo build --release --quiet -p chainweaver --example bench_verify
+cargo build --release --quiet --workspace --example bench_verify
 "${CARGO_TARGET_DIR:-$root/target}/release/examples/bench_verify" "${1:-20000}"
