@@ -40,6 +40,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod candidate;
+pub mod engine;
 pub mod error;
 mod fast_hash;
 pub mod fold;

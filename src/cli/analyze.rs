@@ -55,6 +55,9 @@ struct AnalyzeOutput<'a> {
 }
 
 pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
+    if args.mine.emit_sql {
+        return super::mine::emit_sql(&args.mine, global);
+    }
     let mut store = open(&global.store)?;
     let request = AnalyzeRequest {
         import: Some(args.import.request(args.paths.clone())?),

@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::Context;
 use chainweaver::pipeline::{self, MineRequest};
 use chainweaver::verify::Split;
+use chainweaver_analyzer::engine::sql::{self, CountingQuery};
 use chainweaver_analyzer::mine::{MineConfig, MineOutcome};
 use chainweaver_analyzer::spm::{
     self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder,
@@ -71,6 +72,12 @@ pub struct MineArgs {
     /// run) out of mining, for `verify` to replay. Default: 0 for `mine`, 20 for `analyze`.
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100))]
     pub holdout: Option<u8>,
+    /// Print the SQL that counts these closed contiguous patterns, with their support and
+    /// occurrences, and exit without reading the store. It reads a relation named `steps`
+    /// (columns trace_id, step_index, tool_name: the store's Parquet `steps` folder) and runs
+    /// unchanged on Spark SQL, DuckDB and DataFusion.
+    #[arg(long, conflicts_with_all = ["max_gap", "any_gap", "count_only", "holdout"])]
+    pub emit_sql: bool,
 }
 
 impl MineArgs {
@@ -189,6 +196,39 @@ fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+#[derive(Debug, Serialize)]
+struct EmittedSql {
+    schema_version: u32,
+    /// Result columns, in order.
+    columns: Vec<String>,
+    sql: String,
+}
+
+pub fn emit_sql(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
+    let config = args.config();
+    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
+    let columns = ["length", "support", "occurrences"]
+        .into_iter()
+        .map(str::to_string)
+        .chain((0..=query.max_length).map(sql::tool_column))
+        .collect();
+    let output = EmittedSql {
+        schema_version: super::SCHEMA_VERSION,
+        columns,
+        sql: query.closed_sql(),
+    };
+    emit(global, &output, || {
+        format!(
+            "-- The closed contiguous patterns `chainweaver mine` stores (min support {}, length {}..{}),\n\
+             -- over a relation `steps` (trace_id, step_index, tool_name). Bind it first, e.g.\n\
+             --   Spark:  spark.read.parquet(\"DATASET/steps\").createOrReplaceTempView(\"steps\")\n\
+             --   DuckDB: CREATE VIEW steps AS SELECT * FROM read_parquet('DATASET/steps/**/*.parquet');\n{}",
+            query.min_support, query.min_length, query.max_length, output.sql
+        )
+    })?;
+    Ok(exit::OK)
+}
+
 /// The store's tool sequences, one a trace in storage order (traces without steps too, as
 /// before streaming), read from the tool-name stream (no payloads).
 fn sequence_db(store: &dyn TraceStore) -> anyhow::Result<SequenceDb> {
@@ -210,6 +250,9 @@ struct MineOutput<'a> {
 }
 
 pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
+    if args.emit_sql {
+        return emit_sql(&args, global);
+    }
     if args.count_only {
         return count_only(&args, global);
     }

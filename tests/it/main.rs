@@ -5,6 +5,7 @@
 mod candidates;
 mod cli;
 mod collect;
+mod engines;
 mod executor;
 mod import_cli;
 mod mcp;

@@ -4,17 +4,58 @@
 //! stay as they are, `.` stays except at the start; every other byte of the UTF-8 text becomes
 //! `%XX` (uppercase hex). Uppercase letters are escaped too, so two keys differing only in case
 //! never share a file on a case-insensitive file system.
+//!
+//! A key whose escaped name would be longer than [`MAX_NAME`] bytes (file systems refuse names
+//! past 255) is stored under a shortened name instead: the escaped key's first bytes, `~` (which
+//! [`escape`] never writes), and the key's sha256 in hex; that file holds an envelope
+//! `{"key": KEY, "document": DOCUMENT}`, so the key is read back from the file, not its name.
 
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 use super::{atomic_write, io_error, nonce, sync_dir};
 use crate::error::{RecorderError, Result};
 
 const SUFFIX: &str = ".json";
+
+/// The longest file name written, suffix included.
+pub(super) const MAX_NAME: usize = 200;
+
+/// Where a key's file name keeps its escaped prefix when the whole key does not fit.
+const LONG_PREFIX: usize = 120;
+
+/// Marks a shortened name; [`escape`] turns a `~` of a key into `%7E`.
+const LONG_MARK: char = '~';
+
+/// The file name of a key: its escaped form, or the shortened form of a long key (then `true`:
+/// the file holds an envelope).
+fn file_name(key: &str) -> (String, bool) {
+    let escaped = escape(key);
+    if escaped.len() + SUFFIX.len() <= MAX_NAME {
+        return (format!("{escaped}{SUFFIX}"), false);
+    }
+    // Cut at a whole byte's escape (`%XX` is never split).
+    let mut cut = LONG_PREFIX;
+    while cut > 0 && escaped[..cut].rfind('%').is_some_and(|at| at + 3 > cut) {
+        cut -= 1;
+    }
+    let digest = Sha256::digest(key.as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    (format!("{}{LONG_MARK}{hex}{SUFFIX}", &escaped[..cut]), true)
+}
+
+/// What a document's file holds.
+fn file_text(key: &str, long: bool, document: &Value) -> String {
+    if long {
+        serde_json::json!({"key": key, "document": document}).to_string()
+    } else {
+        document.to_string()
+    }
+}
 
 /// The file-name form of a kind or key.
 pub(super) fn escape(text: &str) -> String {
@@ -65,13 +106,33 @@ impl Documents<'_> {
         Ok(self.root.join("documents").join(escape(kind)))
     }
 
-    fn file(&self, kind: &str, key: &str) -> Result<PathBuf> {
+    /// The document's file, and whether it holds an envelope (a long key).
+    fn file(&self, kind: &str, key: &str) -> Result<(PathBuf, bool)> {
         if key.is_empty() {
             return Err(self.invalid("a document key must not be empty"));
         }
-        Ok(self
-            .kind_dir(kind)?
-            .join(format!("{}{SUFFIX}", escape(key))))
+        let (name, long) = file_name(key);
+        Ok((self.kind_dir(kind)?.join(name), long))
+    }
+
+    /// The key and document of an envelope file.
+    fn open_envelope(&self, file: &Path, text: &str) -> Result<(String, Value)> {
+        let corrupt = |message: String| RecorderError::CorruptStore {
+            path: file.to_path_buf(),
+            message,
+        };
+        let mut envelope = match self.parse(file, text)? {
+            Value::Object(envelope) => envelope,
+            _ => return Err(corrupt("a long-key document is not a JSON object".into())),
+        };
+        let key = match envelope.remove("key") {
+            Some(Value::String(key)) => key,
+            _ => return Err(corrupt("a long-key document has no `key` string".into())),
+        };
+        let document = envelope
+            .remove("document")
+            .ok_or_else(|| corrupt("a long-key document has no `document`".into()))?;
+        Ok((key, document))
     }
 
     fn invalid(&self, message: &str) -> RecorderError {
@@ -89,17 +150,23 @@ impl Documents<'_> {
     }
 
     pub fn put(&self, kind: &str, key: &str, document: &Value) -> Result<()> {
-        let file = self.file(kind, key)?;
-        atomic_write(&file, document.to_string().as_bytes())
+        let (file, long) = self.file(kind, key)?;
+        atomic_write(&file, file_text(key, long, document).as_bytes())
     }
 
     pub fn get(&self, kind: &str, key: &str) -> Result<Option<Value>> {
-        let file = self.file(kind, key)?;
-        match fs::read_to_string(&file) {
-            Ok(text) => Ok(Some(self.parse(&file, &text)?)),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_error(&file, e)),
+        let (file, long) = self.file(kind, key)?;
+        let text = match fs::read_to_string(&file) {
+            Ok(text) => text,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error(&file, e)),
+        };
+        if !long {
+            return Ok(Some(self.parse(&file, &text)?));
         }
+        let (stored, document) = self.open_envelope(&file, &text)?;
+        // Another key with the same shortened name would need a sha256 collision.
+        Ok((stored == key).then_some(document))
     }
 
     pub fn list(&self, kind: &str) -> Result<Vec<(String, Value)>> {
@@ -121,8 +188,13 @@ impl Documents<'_> {
             if stem.starts_with('.') {
                 continue;
             }
-            let Some(key) = unescape(stem) else { continue };
             let file = entry.path();
+            if stem.contains(LONG_MARK) {
+                let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
+                documents.push(self.open_envelope(&file, &text)?);
+                continue;
+            }
+            let Some(key) = unescape(stem) else { continue };
             let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
             documents.push((key, self.parse(&file, &text)?));
         }
@@ -147,8 +219,11 @@ impl Documents<'_> {
                 if key.is_empty() {
                     return Err(self.invalid("a document key must not be empty"));
                 }
-                let file = staged.join(format!("{}{SUFFIX}", escape(key)));
-                atomic_write(&file, document.to_string().as_bytes())?;
+                let (name, long) = file_name(key);
+                atomic_write(
+                    &staged.join(name),
+                    file_text(key, long, document).as_bytes(),
+                )?;
             }
             let retired = documents.join(format!(".retired-{batch}-{}", escape(kind)));
             match fs::rename(&live, &retired) {
@@ -190,7 +265,7 @@ impl Documents<'_> {
     }
 
     pub fn delete(&self, kind: &str, key: &str) -> Result<bool> {
-        let file = self.file(kind, key)?;
+        let (file, _) = self.file(kind, key)?;
         match fs::remove_file(&file) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
@@ -229,6 +304,44 @@ mod tests {
         assert_eq!(escape("my-flow_v1.2"), "my-flow_v1.2");
         assert_eq!(unescape("%4"), None);
         assert_eq!(unescape("%FF"), None);
+    }
+
+    #[test]
+    fn a_long_key_gets_a_short_name_and_is_read_back_from_its_envelope() {
+        let dir = tempfile::tempdir().unwrap();
+        let documents = Documents { root: dir.path() };
+        let long: String = "get_order_details_then_".repeat(20);
+        let also_long = format!("{long}x");
+        let unicode: String = "ключ".repeat(60);
+        for key in [&long, &also_long, &unicode] {
+            let (name, is_long) = file_name(key);
+            assert!(is_long && name.len() <= MAX_NAME, "{name}");
+            documents
+                .put("pattern", key, &serde_json::json!({"k": key}))
+                .unwrap();
+        }
+        assert_ne!(file_name(&long).0, file_name(&also_long).0);
+        documents
+            .put("pattern", "short", &serde_json::json!(1))
+            .unwrap();
+        assert_eq!(
+            documents.get("pattern", &also_long).unwrap(),
+            Some(serde_json::json!({"k": also_long}))
+        );
+        let listed = documents.list("pattern").unwrap();
+        let keys: Vec<&str> = listed.iter().map(|(k, _)| k.as_str()).collect();
+        let mut expected = vec![long.as_str(), also_long.as_str(), unicode.as_str(), "short"];
+        expected.sort();
+        assert_eq!(keys, expected);
+        documents
+            .write_batch(&["pattern"], &[("pattern", &long, &serde_json::json!(2))])
+            .unwrap();
+        assert_eq!(
+            documents.list("pattern").unwrap(),
+            vec![(long.clone(), serde_json::json!(2))]
+        );
+        assert!(documents.delete("pattern", &long).unwrap());
+        assert_eq!(documents.get("pattern", &long).unwrap(), None);
     }
 
     fn is_hex_escape(escaped: &str, c: char) -> bool {

@@ -1,0 +1,263 @@
+//! The counting query: frequent contiguous patterns of a `steps` relation, in SQL that
+//! DataFusion, DuckDB and Spark SQL run unchanged.
+//!
+//! Every trace contributes its n-grams independently (`LEAD` over the trace's steps in
+//! `step_index` order), and one `GROUP BY` a length sums them: support is the number of
+//! distinct traces, occurrences the number of (possibly overlapping) start positions, exactly
+//! what [`spm::contiguous`](crate::spm::contiguous) counts. A pattern is closed when no
+//! one-item extension to the left or right has the same support, so lengths up to one past the
+//! longest reported are counted, and closedness is decided from the counts of the next length:
+//! in SQL ([`CountingQuery::closed_sql`]) or in-process over the frequent rows
+//! ([`closed_patterns`]).
+//!
+//! Only portable SQL is used: CTEs, `LEAD` with an inline window, `GROUP BY`/`HAVING`,
+//! `COUNT(DISTINCT ...)`, `LEFT JOIN`, `UNION ALL` and `CAST(NULL AS STRING)`. Tool names stay
+//! text columns, `tool_0` .. `tool_{n-1}`, padded with nulls past a pattern's length, so no
+//! separator can collide with a tool's name.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use chainweaver_recorder::model::dataset::steps;
+
+/// Which patterns the counting query reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CountingQuery {
+    /// Distinct traces a pattern must occur in (at least 1).
+    pub min_support: u32,
+    /// Shortest pattern reported (at least 1).
+    pub min_length: usize,
+    /// Longest pattern reported (at least `min_length`).
+    pub max_length: usize,
+}
+
+/// One row of the counting query's result.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CountedPattern {
+    pub tools: Vec<String>,
+    /// Distinct traces containing it.
+    pub support: u64,
+    /// Start positions, overlapping ones included.
+    pub occurrences: u64,
+}
+
+/// The name of the result column holding a pattern's `i`-th tool.
+pub fn tool_column(i: usize) -> String {
+    format!("tool_{i}")
+}
+
+impl CountingQuery {
+    pub fn new(min_support: u32, min_length: usize, max_length: usize) -> Self {
+        let min_length = min_length.max(1);
+        Self {
+            min_support: min_support.max(1),
+            min_length,
+            max_length: max_length.max(min_length),
+        }
+    }
+
+    /// Result columns: `length`, `support`, `occurrences`, then one per tool position.
+    pub fn columns(&self) -> usize {
+        3 + self.max_length + 1
+    }
+
+    /// The frequent patterns of every length from `min_length` to `max_length + 1` (the extra
+    /// length decides closedness), unfiltered: for [`closed_patterns`].
+    pub fn frequent_sql(&self) -> String {
+        let mut sql = self.ctes();
+        sql.push_str("SELECT * FROM (\n");
+        let lengths: Vec<String> = (self.min_length..=self.max_length + 1)
+            .map(|length| self.padded_select(&format!("counted_{length}"), length, "c"))
+            .collect();
+        sql.push_str(&lengths.join("UNION ALL\n"));
+        sql.push_str(") AS frequent\n");
+        sql
+    }
+
+    /// The closed patterns of length `min_length..=max_length` with their support and
+    /// occurrences: what `chainweaver mine` stores as its patterns.
+    pub fn closed_sql(&self) -> String {
+        let mut sql = self.ctes();
+        for length in self.min_length..=self.max_length {
+            let next = length + 1;
+            // Anti-joins: no extension of the next length by one item on the right
+            // (`r`, sharing this pattern as its prefix) or on the left (`l`, as its suffix)
+            // has the same support.
+            let _ = writeln!(
+                sql,
+                ", closed_{length} AS (\n  SELECT c.* FROM counted_{length} c"
+            );
+            for (alias, shift) in [("r", 0), ("l", 1)] {
+                let on: Vec<String> = (0..length)
+                    .map(|i| format!("{alias}.{} = c.{}", tool_column(i + shift), tool_column(i)))
+                    .collect();
+                let _ = writeln!(
+                    sql,
+                    "  LEFT JOIN counted_{next} {alias} ON {} AND {alias}.support = c.support",
+                    on.join(" AND ")
+                );
+            }
+            sql.push_str("  WHERE r.support IS NULL AND l.support IS NULL\n)\n");
+        }
+        sql.push_str("SELECT * FROM (\n");
+        let lengths: Vec<String> = (self.min_length..=self.max_length)
+            .map(|length| self.padded_select(&format!("closed_{length}"), length, "c"))
+            .collect();
+        sql.push_str(&lengths.join("UNION ALL\n"));
+        sql.push_str(") AS closed\n");
+        sql
+    }
+
+    /// `grams` (each step with the tools of the steps after it) and `counted_<n>` per length.
+    fn ctes(&self) -> String {
+        let widest = self.max_length + 1;
+        let window = format!(
+            "OVER (PARTITION BY {} ORDER BY {})",
+            steps::TRACE_ID,
+            steps::STEP_INDEX
+        );
+        let mut sql = String::from("WITH grams AS (\n  SELECT ");
+        let _ = write!(
+            sql,
+            "{}, {} AS {}",
+            steps::TRACE_ID,
+            steps::TOOL_NAME,
+            tool_column(0)
+        );
+        for i in 1..widest {
+            let _ = write!(
+                sql,
+                ",\n    LEAD({}, {i}) {window} AS {}",
+                steps::TOOL_NAME,
+                tool_column(i)
+            );
+        }
+        let _ = writeln!(sql, "\n  FROM {}\n)", steps::TABLE);
+        for length in self.min_length..=widest {
+            let keys: Vec<String> = (0..length).map(tool_column).collect();
+            let keys = keys.join(", ");
+            let _ = writeln!(
+                sql,
+                ", counted_{length} AS (\n  SELECT {keys}, COUNT(DISTINCT {id}) AS support, COUNT(*) AS occurrences\n  FROM grams WHERE {last} IS NOT NULL\n  GROUP BY {keys}\n  HAVING COUNT(DISTINCT {id}) >= {min}\n)",
+                id = steps::TRACE_ID,
+                last = tool_column(length - 1),
+                min = self.min_support,
+            );
+        }
+        sql
+    }
+
+    /// `length, support, occurrences, tool_0 .. tool_max` of a per-length relation.
+    fn padded_select(&self, relation: &str, length: usize, alias: &str) -> String {
+        let mut select = format!(
+            "  SELECT CAST({length} AS BIGINT) AS length, CAST({alias}.support AS BIGINT) AS support, CAST({alias}.occurrences AS BIGINT) AS occurrences"
+        );
+        for i in 0..=self.max_length {
+            if i < length {
+                let _ = write!(select, ", {alias}.{}", tool_column(i));
+            } else {
+                let _ = write!(select, ", CAST(NULL AS STRING) AS {}", tool_column(i));
+            }
+        }
+        let _ = writeln!(select, " FROM {relation} {alias}");
+        select
+    }
+}
+
+/// The closed patterns among the frequent ones of `min_length..=max_length + 1` (the rows of
+/// [`CountingQuery::frequent_sql`]): those of length `min_length..=max_length` that no
+/// one-item extension with the same support contains. Sorted by tools.
+pub fn closed_patterns(
+    query: &CountingQuery,
+    frequent: Vec<CountedPattern>,
+) -> Vec<CountedPattern> {
+    // The supports of every extension of each pattern, keyed by the pattern it extends.
+    let mut extended: HashMap<&[String], Vec<u64>> = HashMap::new();
+    for pattern in frequent.iter().filter(|p| p.tools.len() > query.min_length) {
+        let tools = &pattern.tools[..];
+        let n = tools.len();
+        extended
+            .entry(&tools[..n - 1])
+            .or_default()
+            .push(pattern.support);
+        extended
+            .entry(&tools[1..])
+            .or_default()
+            .push(pattern.support);
+    }
+    let mut closed: Vec<CountedPattern> = frequent
+        .iter()
+        .filter(|p| (query.min_length..=query.max_length).contains(&p.tools.len()))
+        .filter(|p| {
+            extended
+                .get(&p.tools[..])
+                .is_none_or(|supports| !supports.contains(&p.support))
+        })
+        .cloned()
+        .collect();
+    closed.sort();
+    closed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(tools: &[&str], support: u64, occurrences: u64) -> CountedPattern {
+        CountedPattern {
+            tools: tools.iter().map(|t| t.to_string()).collect(),
+            support,
+            occurrences,
+        }
+    }
+
+    #[test]
+    fn an_extension_with_the_same_support_on_either_side_hides_a_pattern() {
+        let query = CountingQuery::new(2, 2, 2);
+        let frequent = vec![
+            pattern(&["a", "b"], 3, 3),
+            pattern(&["b", "c"], 4, 4),
+            pattern(&["x", "y"], 2, 2),
+            // `a b c` hides `a b` (same support 3) but not `b c` (4).
+            pattern(&["a", "b", "c"], 3, 3),
+            // `w x y` hides `x y` from the left.
+            pattern(&["w", "x", "y"], 2, 2),
+        ];
+        let closed = closed_patterns(&query, frequent);
+        assert_eq!(closed, vec![pattern(&["b", "c"], 4, 4)]);
+    }
+
+    #[test]
+    fn the_query_counts_one_length_past_the_longest_and_pads_with_nulls() {
+        let query = CountingQuery::new(3, 2, 3);
+        let frequent = query.frequent_sql();
+        assert!(frequent.contains("counted_4 AS"), "{frequent}");
+        assert!(!frequent.contains("counted_1 AS"), "{frequent}");
+        assert!(frequent.contains("LEAD(tool_name, 3)"), "{frequent}");
+        assert!(!frequent.contains("LEAD(tool_name, 4)"), "{frequent}");
+        assert!(
+            frequent.contains("HAVING COUNT(DISTINCT trace_id) >= 3"),
+            "{frequent}"
+        );
+        let closed = query.closed_sql();
+        assert!(closed.contains("closed_3 AS"), "{closed}");
+        assert!(!closed.contains("closed_4 AS"), "{closed}");
+        assert!(
+            closed.contains("LEFT JOIN counted_3 l ON l.tool_1 = c.tool_0 AND l.tool_2 = c.tool_1"),
+            "{closed}"
+        );
+        assert_eq!(query.columns(), 7);
+    }
+
+    #[test]
+    fn bounds_are_clamped() {
+        assert_eq!(
+            CountingQuery::new(0, 0, 0),
+            CountingQuery {
+                min_support: 1,
+                min_length: 1,
+                max_length: 1
+            }
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! `chainweaver mine --emit-sql` on the engines a team already runs: the printed query, run by
+//! DuckDB and by Spark SQL (local mode) over the store's Parquet dataset, finds exactly the
+//! closed patterns, supports and occurrence counts that `chainweaver mine` stores.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::{chainweaver, shared_datasets};
+
+/// `python3` with DuckDB and PySpark (and Java for Spark), or `None` (skip); under CI (`CI` set)
+/// they must be there.
+#[allow(clippy::print_stderr)]
+fn python_with_engines() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", "import duckdb, pyspark"])
+        .output()
+        .is_ok_and(|out| out.status.success())
+        && Command::new("java")
+            .arg("-version")
+            .output()
+            .is_ok_and(|out| out.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but python3 lacks duckdb or pyspark, or java is missing (pip install -r .ci/requirements.txt)"
+        );
+        eprintln!("skipping: python3 has no duckdb or pyspark, or no java");
+    }
+    found
+}
+
+fn json_ok(dir: &Path, args: &[&str]) -> Value {
+    let output = chainweaver(dir, args);
+    assert!(
+        output.status.success(),
+        "chainweaver {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("JSON on stdout")
+}
+
+/// A pattern as both sides report it: tools, support, occurrences.
+type Counted = (Vec<String>, u64, u64);
+
+/// The patterns `chainweaver mine` stores, mined with `flags`.
+fn mined(dir: &Path, store: &str, flags: &[&str]) -> BTreeSet<Counted> {
+    let mut args = vec!["-q", "--store", store, "--format", "json", "mine"];
+    args.extend_from_slice(flags);
+    let outcome = json_ok(dir, &args);
+    outcome["patterns"]
+        .as_array()
+        .expect("patterns")
+        .iter()
+        .map(|p| {
+            let tools = p["tools"].as_array().unwrap();
+            (
+                tools
+                    .iter()
+                    .map(|t| t.as_str().unwrap().to_string())
+                    .collect(),
+                p["support"].as_u64().unwrap(),
+                p["occurrences"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The query `mine --emit-sql` prints for `flags`, run by `engine` over the dataset.
+fn counted_by(engine: &str, dir: &Path, store: &str, flags: &[&str]) -> BTreeSet<Counted> {
+    let mut args = vec!["--format", "json", "mine", "--emit-sql"];
+    args.extend_from_slice(flags);
+    let emitted = json_ok(dir, &args);
+    let columns = emitted["columns"].as_array().unwrap();
+    assert_eq!(columns[..3], ["length", "support", "occurrences"]);
+    let query = dir.join(format!("query-{engine}.sql"));
+    std::fs::write(&query, emitted["sql"].as_str().unwrap()).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/run_sql.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .args([engine, store])
+        .arg(&query)
+        .current_dir(dir)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        output.status.success(),
+        "{engine}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON rows");
+    result["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let row = row.as_array().unwrap();
+            assert_eq!(row.len(), columns.len());
+            let length = row[0].as_u64().unwrap() as usize;
+            let tools: Vec<String> = row[3..]
+                .iter()
+                .filter_map(|t| t.as_str().map(str::to_string))
+                .collect();
+            assert_eq!(tools.len(), length, "{row:?}");
+            (tools, row[1].as_u64().unwrap(), row[2].as_u64().unwrap())
+        })
+        .collect()
+}
+
+fn assert_engines_agree(dir: &Path, store: &str, flags: &[&str], engines: &[&str]) {
+    let expected = mined(dir, store, flags);
+    assert!(!expected.is_empty(), "no patterns with {flags:?}");
+    for engine in engines {
+        let counted = counted_by(engine, dir, store, flags);
+        let missing: Vec<_> = expected.difference(&counted).take(3).collect();
+        let extra: Vec<_> = counted.difference(&expected).take(3).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{engine} with {flags:?}: {} patterns against {}; missing {missing:?}, extra {extra:?}",
+            counted.len(),
+            expected.len()
+        );
+    }
+}
+
+#[test]
+fn emitted_sql_on_duckdb_and_spark_finds_the_patterns_mine_stores_on_tau_bench() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    if !python_with_engines() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = "tau.parquet";
+    let source = datasets.join("tau-bench-retail");
+    let import = chainweaver(
+        dir.path(),
+        &["-q", "--store", store, "import", source.to_str().unwrap()],
+    );
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    assert_engines_agree(dir.path(), store, &[], &["duckdb", "spark"]);
+}
+
+#[test]
+fn emitted_sql_agrees_on_generated_loops_failures_and_interleaving_over_day_partitions() {
+    if !python_with_engines() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = "generated.parquet";
+    let generate = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "--store",
+            store,
+            "datasets",
+            "generate",
+            "--traces",
+            "600",
+            "--seed",
+            "7",
+            "--behaviours",
+            "--interleave",
+            "0.2",
+            "--failure-rate",
+            "0.05",
+        ],
+    );
+    assert!(
+        generate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generate.stderr)
+    );
+    let partitions = std::fs::read_dir(dir.path().join(store).join("steps"))
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("date="))
+        })
+        .count();
+    assert!(
+        partitions >= 2,
+        "the generated traffic spans {partitions} day partitions"
+    );
+    // Single tools and runs of one repeated tool count; the longest length is cut at 4, where
+    // closedness depends on the counts of length 5.
+    let flags = [
+        "--min-length",
+        "1",
+        "--max-length",
+        "4",
+        "--min-support",
+        "5",
+    ];
+    assert_engines_agree(dir.path(), store, &flags, &["duckdb", "spark"]);
+    assert_engines_agree(dir.path(), store, &["--min-support", "2"], &["duckdb"]);
+}
