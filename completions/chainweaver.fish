@@ -77,6 +77,7 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l form
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l no-redact -d 'Store everything as it is in the logs, secrets included'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l any-gap -d 'With --count-only: any gap at all (all frequent sequential patterns)'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l count-only -d 'Only count the frequent patterns and print the time spent; store nothing'
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l emit-sql -d 'Print the SQL that counts these closed contiguous patterns, with their support and occurrences, and exit without reading the store. It reads a relation named `steps` (columns trace_id, step_index, tool_name: the store\'s Parquet `steps` folder) and runs unchanged on Spark SQL, DuckDB and DataFusion'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l allow-side-effects -d 'With --live: also run tools not marked `read_only = true` (they may change the world)'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -s q -l quiet -d 'No progress bars'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -s h -l help -d 'Print help'
@@ -106,6 +107,7 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l store -
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l format -d 'How results are printed: `table` for people, `json` for scripts (documented field names, durations in seconds, a `schema_version`)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l any-gap -d 'With --count-only: any gap at all (all frequent sequential patterns)'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l count-only -d 'Only count the frequent patterns and print the time spent; store nothing'
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l emit-sql -d 'Print the SQL that counts these closed contiguous patterns, with their support and occurrences, and exit without reading the store. It reads a relation named `steps` (columns trace_id, step_index, tool_name: the store\'s Parquet `steps` folder) and runs unchanged on Spark SQL, DuckDB and DataFusion'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -s q -l quiet -d 'No progress bars'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -s h -l help -d 'Print help'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -s V -l version -d 'Print version'
