@@ -27,6 +27,13 @@ pub enum AnalyzerError {
     /// Reading traces from a store failed (the streaming path).
     #[error(transparent)]
     Store(#[from] chainweaver_recorder::RecorderError),
+    /// A query engine failed (`engine`): which engine, what it was reading, and its message.
+    #[error("{engine} over {source_name}: {message}")]
+    Engine {
+        engine: &'static str,
+        source_name: String,
+        message: String,
+    },
     /// A store changed while it was being analysed (a trace listed by the slim pass is gone).
     #[error("trace {trace_id}: {message}")]
     StoreChanged { trace_id: String, message: String },

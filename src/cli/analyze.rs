@@ -58,6 +58,14 @@ pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
     if args.mine.emit_sql {
         return super::mine::emit_sql(&args.mine, global);
     }
+    if args.mine.engine != super::mine::Engine::InProcess {
+        return Err(super::Failure {
+            code: exit::USAGE,
+            message: "`analyze` proposes and verifies candidates, which only the in-process engine builds".into(),
+            hint: Some("count patterns on DataFusion with `chainweaver mine --engine datafusion`".into()),
+        }
+        .into());
+    }
     let mut store = open(&global.store)?;
     let request = AnalyzeRequest {
         import: Some(args.import.request(args.paths.clone())?),

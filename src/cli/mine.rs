@@ -78,6 +78,21 @@ pub struct MineArgs {
     /// unchanged on Spark SQL, DuckDB and DataFusion.
     #[arg(long, conflicts_with_all = ["max_gap", "any_gap", "count_only", "holdout"])]
     pub emit_sql: bool,
+    /// Where the support counting runs. `datafusion` counts the closed contiguous patterns as
+    /// Apache DataFusion query plans over the store's Parquet files in place (a SQLite store
+    /// through its tool-name columns) and prints them; it proposes no candidates and stores
+    /// nothing. Needs a build with the `datafusion` feature.
+    #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["max_gap", "any_gap", "count_only", "emit_sql"])]
+    pub engine: Engine,
+}
+
+/// Where `mine` counts patterns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Engine {
+    /// The built-in miner, with candidates.
+    InProcess,
+    /// Apache DataFusion: patterns only.
+    Datafusion,
 }
 
 impl MineArgs {
@@ -196,6 +211,71 @@ fn count_only(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
+#[cfg(feature = "datafusion")]
+fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
+    let store = open_existing(&global.store)?;
+    let request = MineRequest {
+        config: args.config(),
+        split: Split::Holdout {
+            percent: args.holdout.unwrap_or(0),
+        },
+    };
+    let bars = progress::Bars::new(global);
+    let started = Instant::now();
+    let found = pipeline::engine_patterns(store.as_ref(), &request, &bars)
+        .map_err(|err| failure::library(err, global))?;
+    let output = EnginePatternsOutput {
+        schema_version: super::SCHEMA_VERSION,
+        engine: "datafusion",
+        split: request.split,
+        held_out_traces: found.held_out_traces,
+        seconds: started.elapsed().as_secs_f64(),
+        patterns: &found.patterns,
+    };
+    emit(global, &output, || {
+        let mut table = Table::new(&["pattern", ">length", ">support", ">occurrences", ">saved"]);
+        for pattern in &found.patterns {
+            table.row(vec![
+                pattern.tools.join(" -> "),
+                pattern.tools.len().to_string(),
+                pattern.support.to_string(),
+                pattern.occurrences.to_string(),
+                pattern.round_trips_saved.to_string(),
+            ]);
+        }
+        format!(
+            "{} closed patterns counted on DataFusion in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
+            found.patterns.len(),
+            output.seconds,
+            found.held_out_traces,
+            table.render()
+        )
+    })?;
+    Ok(exit::OK)
+}
+
+#[cfg(not(feature = "datafusion"))]
+fn engine_patterns(_: &MineArgs, _: &Global) -> anyhow::Result<u8> {
+    Err(super::Failure {
+        code: exit::USAGE,
+        message: "this chainweaver was built without the DataFusion engine".into(),
+        hint: Some("build it with `cargo build --release --features datafusion`".into()),
+    }
+    .into())
+}
+
+/// What `mine --engine datafusion --format json` prints.
+#[cfg(feature = "datafusion")]
+#[derive(Debug, Serialize)]
+struct EnginePatternsOutput<'a> {
+    schema_version: u32,
+    engine: &'static str,
+    split: Split,
+    held_out_traces: usize,
+    seconds: f64,
+    patterns: &'a [chainweaver_recorder::model::candidate::PatternSummary],
+}
+
 #[derive(Debug, Serialize)]
 struct EmittedSql {
     schema_version: u32,
@@ -255,6 +335,9 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
     }
     if args.count_only {
         return count_only(&args, global);
+    }
+    if args.engine == Engine::Datafusion {
+        return engine_patterns(&args, global);
     }
     let mut store = open_existing(&global.store)?;
     let request = MineRequest {

@@ -60,3 +60,38 @@ pub(super) fn mine_split(
     }
     Ok(outcome)
 }
+
+/// The closed contiguous patterns of the traces `split` leaves to mining, counted by Apache
+/// DataFusion over the store's Parquet files in place (any other store through its tool-name
+/// stream), best-ranked first; nothing is stored and no candidate is built.
+#[cfg(feature = "datafusion")]
+pub fn engine_patterns(
+    store: &dyn TraceStore,
+    request: &MineRequest,
+    progress: &dyn Progress,
+) -> Result<EnginePatterns> {
+    use chainweaver_analyzer::engine::{self, sql::CountingQuery};
+    let config = &request.config;
+    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
+    let held_out: std::collections::HashSet<String> = store
+        .trace_ids()?
+        .into_iter()
+        .filter(|id| request.split.is_holdout(id))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    progress.begin("counting on DataFusion", None, Unit::Items);
+    let counted = engine::datafusion::count_patterns(store, &query, &held_out, threads);
+    progress.end();
+    Ok(EnginePatterns {
+        held_out_traces: held_out.len(),
+        patterns: engine::ranked_summaries(counted?),
+    })
+}
+
+/// What [`engine_patterns`] found.
+#[cfg(feature = "datafusion")]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EnginePatterns {
+    pub held_out_traces: usize,
+    pub patterns: Vec<chainweaver_recorder::model::candidate::PatternSummary>,
+}

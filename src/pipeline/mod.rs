@@ -43,6 +43,8 @@ pub use import::{
     FileOutcome, FileStatus, ImportRequest, ImportSummary, ImportTotals, LOG_EXTENSIONS,
     import_files,
 };
+#[cfg(feature = "datafusion")]
+pub use mine::{EnginePatterns, engine_patterns};
 pub use mine::{MineRequest, mine_store};
 pub use verify::{Checked, ReplayTools, VerifyRequest, find_candidate, verify_store};
 

@@ -204,3 +204,180 @@ fn emitted_sql_agrees_on_generated_loops_failures_and_interleaving_over_day_part
     assert_engines_agree(dir.path(), store, &flags, &["duckdb", "spark"]);
     assert_engines_agree(dir.path(), store, &["--min-support", "2"], &["duckdb"]);
 }
+
+/// `mine --engine datafusion` against `mine`, on the same store and flags.
+#[cfg(feature = "datafusion")]
+fn assert_datafusion_agrees(dir: &Path, store: &str, flags: &[&str]) {
+    let expected = mined(dir, store, flags);
+    assert!(!expected.is_empty(), "no patterns with {flags:?}");
+    let mut args = vec![
+        "-q",
+        "--store",
+        store,
+        "--format",
+        "json",
+        "mine",
+        "--engine",
+        "datafusion",
+    ];
+    args.extend_from_slice(flags);
+    let output = json_ok(dir, &args);
+    assert_eq!(output["engine"], "datafusion");
+    let counted: BTreeSet<Counted> = output["patterns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.as_str().unwrap().to_string())
+                    .collect(),
+                p["support"].as_u64().unwrap(),
+                p["occurrences"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let missing: Vec<_> = expected.difference(&counted).take(3).collect();
+    let extra: Vec<_> = counted.difference(&expected).take(3).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "DataFusion on {store} with {flags:?}: {} patterns against {}; missing {missing:?}, extra {extra:?}",
+        counted.len(),
+        expected.len()
+    );
+}
+
+#[cfg(feature = "datafusion")]
+#[test]
+fn datafusion_counts_the_patterns_mine_stores_from_parquet_files_and_from_sqlite() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let source = datasets.join("tau-bench-retail");
+    for store in ["tau.parquet", "tau.db"] {
+        let import = chainweaver(
+            dir.path(),
+            &["-q", "--store", store, "import", source.to_str().unwrap()],
+        );
+        assert!(
+            import.status.success(),
+            "{}",
+            String::from_utf8_lossy(&import.stderr)
+        );
+        assert_datafusion_agrees(dir.path(), store, &[]);
+        // The traces a 20% hold-out keeps for verification are left out on both sides.
+        assert_datafusion_agrees(dir.path(), store, &["--holdout", "20"]);
+    }
+    let generate = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "--store",
+            "generated.parquet",
+            "datasets",
+            "generate",
+            "--traces",
+            "800",
+            "--seed",
+            "11",
+            "--behaviours",
+            "--interleave",
+            "0.2",
+            "--failure-rate",
+            "0.05",
+        ],
+    );
+    assert!(
+        generate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generate.stderr)
+    );
+    let flags = [
+        "--min-length",
+        "1",
+        "--max-length",
+        "4",
+        "--min-support",
+        "4",
+    ];
+    assert_datafusion_agrees(dir.path(), "generated.parquet", &flags);
+}
+
+#[cfg(feature = "datafusion")]
+#[test]
+fn a_corrupt_parquet_file_fails_the_engine_with_its_name_and_a_retry_after_repair_works() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = "generated.parquet";
+    let generate = chainweaver(
+        dir.path(),
+        &[
+            "-q", "--store", store, "datasets", "generate", "--traces", "200",
+        ],
+    );
+    assert!(
+        generate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generate.stderr)
+    );
+    let steps = dir.path().join(store).join("steps");
+    let part = std::fs::read_dir(&steps)
+        .unwrap()
+        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
+        .map(|file| file.unwrap().path())
+        .find(|path| path.extension().is_some_and(|e| e == "parquet"))
+        .expect("a steps part");
+    let good = std::fs::read(&part).unwrap();
+    let before = json_ok(
+        dir.path(),
+        &[
+            "-q", "--store", store, "--format", "json", "traces", "stats",
+        ],
+    );
+    std::fs::write(&part, b"not a parquet file").unwrap();
+    let run = |dir: &Path| {
+        chainweaver(
+            dir,
+            &["-q", "--store", store, "mine", "--engine", "datafusion"],
+        )
+    };
+    let failed = run(dir.path());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success(), "{stderr}");
+    let name = part.file_name().unwrap().to_string_lossy();
+    assert!(
+        stderr.contains(name.as_ref()),
+        "the error names the file: {stderr}"
+    );
+    std::fs::write(&part, &good).unwrap();
+    let retried = run(dir.path());
+    assert!(
+        retried.status.success(),
+        "{}",
+        String::from_utf8_lossy(&retried.stderr)
+    );
+    let after = json_ok(
+        dir.path(),
+        &[
+            "-q", "--store", store, "--format", "json", "traces", "stats",
+        ],
+    );
+    assert_eq!(before, after, "the store is unchanged");
+}
+
+#[cfg(not(feature = "datafusion"))]
+#[test]
+fn without_the_feature_the_datafusion_engine_is_refused_with_how_to_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let generate = chainweaver(
+        dir.path(),
+        &["-q", "datasets", "generate", "--traces", "20"],
+    );
+    assert!(generate.status.success());
+    let refused = chainweaver(dir.path(), &["mine", "--engine", "datafusion"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--features datafusion"));
+}

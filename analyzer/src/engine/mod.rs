@@ -3,5 +3,41 @@
 //!
 //! - [`sql`]: the counting query, in SQL that DataFusion, DuckDB and Spark SQL run unchanged
 //!   (`chainweaver mine --emit-sql` prints it).
+//! - `datafusion` (feature `datafusion`): that query run by Apache DataFusion over the store's
+//!   Parquet files in place (or its tool-name stream), closedness decided in-process.
 
 pub mod sql;
+
+#[cfg(feature = "datafusion")]
+pub mod datafusion;
+
+use chainweaver_recorder::model::candidate::PatternSummary;
+
+use self::sql::CountedPattern;
+
+/// Counted patterns as `mine` stores them, best-ranked first: by the round trips a flow would
+/// save (`support x (length - 1)`), then longer first, then by tool names. Support per day is
+/// left empty: the engine path does not count it.
+pub fn ranked_summaries(counted: Vec<CountedPattern>) -> Vec<PatternSummary> {
+    let mut summaries: Vec<PatternSummary> = counted
+        .into_iter()
+        .map(|pattern| {
+            let support = u32::try_from(pattern.support).unwrap_or(u32::MAX);
+            let saved = pattern.tools.len().saturating_sub(1) as u64;
+            PatternSummary {
+                round_trips_saved: u64::from(support) * saved,
+                tools: pattern.tools,
+                support,
+                occurrences: pattern.occurrences,
+                support_by_day: Default::default(),
+            }
+        })
+        .collect();
+    summaries.sort_by(|a, b| {
+        b.round_trips_saved
+            .cmp(&a.round_trips_saved)
+            .then(b.tools.len().cmp(&a.tools.len()))
+            .then(a.tools.cmp(&b.tools))
+    });
+    summaries
+}

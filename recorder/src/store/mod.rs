@@ -222,6 +222,13 @@ pub trait TraceStore: Send {
         Ok(traces)
     }
 
+    /// The Parquet files holding every committed step, for a query engine to read in place
+    /// (the layout of `docs/parquet-schema.md`); `None` for a store that keeps its steps
+    /// otherwise. Only files an append committed are listed, never a crashed append's parts.
+    fn committed_step_files(&self) -> Result<Option<Vec<std::path::PathBuf>>> {
+        Ok(None)
+    }
+
     /// Visit every trace with its steps, one trace at a time, in storage order, without loading
     /// the whole store. Stops at the first error `visit` returns.
     fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()>;

@@ -249,6 +249,16 @@ impl TraceStore for ParquetStore {
         self.stream_step_tools(visit)
     }
 
+    fn committed_step_files(&self) -> Result<Option<Vec<PathBuf>>> {
+        let commits = self.commits()?;
+        Ok(Some(
+            commits
+                .iter()
+                .flat_map(|commit| commit.step_parts.iter().map(|part| self.part_path(part)))
+                .collect(),
+        ))
+    }
+
     fn trace_ids(&self) -> Result<Vec<String>> {
         let commits = self.commits()?;
         Ok(self

@@ -1,0 +1,330 @@
+//! The counting query run by Apache DataFusion, embedded and multi-threaded.
+//!
+//! A Parquet store's committed step files are read in place (only the three columns the query
+//! names are decoded); any other store is read through its tool-name stream
+//! ([`TraceStore::for_each_step_tool`]) into Arrow batches of those three columns, so payloads
+//! are never loaded either way. Closedness is then decided in-process over the frequent rows
+//! ([`closed_patterns`]), which are few next to the steps.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chainweaver_recorder::model::dataset::steps;
+use chainweaver_recorder::store::TraceStore;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, RecordBatch, StringBuilder, UInt32Builder,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use datafusion::datasource::MemTable;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use super::sql::{CountedPattern, CountingQuery, closed_patterns, tool_column};
+use crate::error::{AnalyzerError, Result};
+
+const ENGINE: &str = "DataFusion";
+
+/// Rows a batch of the tool-name stream holds.
+const BATCH_ROWS: usize = 65_536;
+
+/// Where the counting reads its steps from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepSource {
+    /// Parquet files in the dataset layout, read in place.
+    Files(Vec<PathBuf>),
+    /// The store's tool-name stream, copied into memory as three Arrow columns.
+    Stream,
+}
+
+impl StepSource {
+    /// The files of a Parquet store, else the stream.
+    pub fn of(store: &dyn TraceStore) -> Result<Self> {
+        Ok(match store.committed_step_files()? {
+            Some(files) => Self::Files(files),
+            None => Self::Stream,
+        })
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Self::Files(files) => match files.first() {
+                Some(first) => format!("{} Parquet files ({} first)", files.len(), first.display()),
+                None => "no Parquet files".into(),
+            },
+            Self::Stream => "the store's tool-name stream".into(),
+        }
+    }
+}
+
+/// The closed patterns of `query` among the store's steps, leaving out the traces in
+/// `held_out`, counted by DataFusion on `threads` threads. Sorted by tools.
+pub fn count_patterns(
+    store: &dyn TraceStore,
+    query: &CountingQuery,
+    held_out: &HashSet<String>,
+    threads: usize,
+) -> Result<Vec<CountedPattern>> {
+    let source = StepSource::of(store)?;
+    let failed = |message: String| AnalyzerError::Engine {
+        engine: ENGINE,
+        source_name: source.describe(),
+        message,
+    };
+    let stream = match &source {
+        StepSource::Stream => Some(stream_batches(store)?),
+        StepSource::Files(_) => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| failed(format!("cannot start the query runtime: {e}")))?;
+    // The query runs on a thread of its own: a caller inside another runtime cannot block on one.
+    let frequent = std::thread::scope(|scope| {
+        scope
+            .spawn(|| runtime.block_on(frequent_rows(&source, stream, query, held_out, threads)))
+            .join()
+            .unwrap_or_else(|_| Err("the query thread panicked".into()))
+    })
+    .map_err(|message| match &source {
+        // The engine's message may not say which file it could not read: the footers do.
+        StepSource::Files(files) => match first_unreadable(files) {
+            Some((file, why)) => failed(format!("{}: {why} ({message})", file.display())),
+            None => failed(message),
+        },
+        StepSource::Stream => failed(message),
+    })?;
+    Ok(closed_patterns(query, frequent))
+}
+
+/// The first file whose Parquet footer cannot be read, with the reason.
+fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
+    use datafusion::parquet::file::reader::SerializedFileReader;
+    files.iter().find_map(|file| {
+        let why = match std::fs::File::open(file) {
+            Ok(handle) => SerializedFileReader::new(handle).err()?.to_string(),
+            Err(e) => e.to_string(),
+        };
+        Some((file.clone(), why))
+    })
+}
+
+/// Runs [`CountingQuery::frequent_sql`] and reads its rows back.
+async fn frequent_rows(
+    source: &StepSource,
+    stream: Option<Vec<RecordBatch>>,
+    query: &CountingQuery,
+    held_out: &HashSet<String>,
+    threads: usize,
+) -> Result<Vec<CountedPattern>, String> {
+    let config = SessionConfig::new().with_target_partitions(threads.max(1));
+    let context = SessionContext::new_with_config(config);
+    let text = |e: datafusion::error::DataFusionError| e.to_string();
+    let all_steps = "all_steps";
+    match (source, stream) {
+        (StepSource::Files(files), _) if files.is_empty() => return Ok(Vec::new()),
+        (StepSource::Files(files), _) => {
+            let urls = files
+                .iter()
+                .map(|file| ListingTableUrl::parse(file.to_string_lossy()))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(text)?;
+            let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+                .with_file_extension(".parquet");
+            let config = ListingTableConfig::new_with_multi_paths(urls)
+                .with_listing_options(options)
+                .infer_schema(&context.state())
+                .await
+                .map_err(text)?;
+            let table = ListingTable::try_new(config).map_err(text)?;
+            context
+                .register_table(all_steps, Arc::new(table))
+                .map_err(text)?;
+        }
+        (StepSource::Stream, batches) => {
+            // Spread over `threads` partitions, so the scan feeds every core.
+            let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); threads.max(1)];
+            let count = partitions.len();
+            for (i, batch) in batches.unwrap_or_default().into_iter().enumerate() {
+                partitions[i % count].push(batch);
+            }
+            let table = MemTable::try_new(stream_schema(), partitions).map_err(text)?;
+            context
+                .register_table(all_steps, Arc::new(table))
+                .map_err(text)?;
+        }
+    }
+    // The relation the query reads: every step, or those of the traces mining sees.
+    let view = if held_out.is_empty() {
+        format!(
+            "SELECT {id}, {index}, {tool} FROM {all_steps}",
+            id = steps::TRACE_ID,
+            index = steps::STEP_INDEX,
+            tool = steps::TOOL_NAME
+        )
+    } else {
+        let mut ids = StringBuilder::new();
+        for id in held_out {
+            ids.append_value(id);
+        }
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            steps::TRACE_ID,
+            DataType::Utf8,
+            false,
+        )]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids.finish()) as ArrayRef])
+            .map_err(|e| e.to_string())?;
+        let table = MemTable::try_new(schema, vec![vec![batch]]).map_err(text)?;
+        context
+            .register_table("held_out", Arc::new(table))
+            .map_err(text)?;
+        format!(
+            "SELECT s.{id}, s.{index}, s.{tool} FROM {all_steps} s LEFT ANTI JOIN held_out h ON s.{id} = h.{id}",
+            id = steps::TRACE_ID,
+            index = steps::STEP_INDEX,
+            tool = steps::TOOL_NAME
+        )
+    };
+    let frame = context.sql(&view).await.map_err(text)?;
+    context
+        .register_table(steps::TABLE, frame.into_view())
+        .map_err(text)?;
+    let batches = context
+        .sql(&query.frequent_sql())
+        .await
+        .map_err(text)?
+        .collect()
+        .await
+        .map_err(text)?;
+    let mut rows = Vec::new();
+    for batch in &batches {
+        read_rows(batch, query, &mut rows)?;
+    }
+    Ok(rows)
+}
+
+/// The rows of one result batch.
+fn read_rows(
+    batch: &RecordBatch,
+    query: &CountingQuery,
+    rows: &mut Vec<CountedPattern>,
+) -> Result<(), String> {
+    let int = |name: &str| -> Result<ArrayRef, String> {
+        let column = batch
+            .column_by_name(name)
+            .ok_or_else(|| format!("no column {name}"))?;
+        cast(column, &DataType::Int64).map_err(|e| e.to_string())
+    };
+    let (length, support, occurrences) = (int("length")?, int("support")?, int("occurrences")?);
+    let (length, support, occurrences) = (
+        length.as_primitive::<Int64Type>(),
+        support.as_primitive::<Int64Type>(),
+        occurrences.as_primitive::<Int64Type>(),
+    );
+    let tools: Vec<ArrayRef> = (0..=query.max_length)
+        .map(|i| {
+            let name = tool_column(i);
+            let column = batch
+                .column_by_name(&name)
+                .ok_or_else(|| format!("no column {name}"))?;
+            cast(column, &DataType::Utf8).map_err(|e| e.to_string())
+        })
+        .collect::<Result<_, _>>()?;
+    for row in 0..batch.num_rows() {
+        let n = usize::try_from(length.value(row))
+            .unwrap_or(0)
+            .min(tools.len());
+        let names = tools[..n]
+            .iter()
+            .map(|column| {
+                let column = column.as_string::<i32>();
+                (!column.is_null(row)).then(|| column.value(row).to_string())
+            })
+            .collect::<Option<Vec<String>>>()
+            .ok_or_else(|| format!("row {row}: a tool is missing inside the pattern"))?;
+        rows.push(CountedPattern {
+            tools: names,
+            support: u64::try_from(support.value(row)).unwrap_or(0),
+            occurrences: u64::try_from(occurrences.value(row)).unwrap_or(0),
+        });
+    }
+    Ok(())
+}
+
+fn stream_schema() -> Arc<Schema> {
+    Arc::new(Schema::new(vec![
+        Field::new(steps::TRACE_ID, DataType::Utf8, false),
+        Field::new(steps::STEP_INDEX, DataType::UInt32, false),
+        Field::new(steps::TOOL_NAME, DataType::Utf8, false),
+    ]))
+}
+
+/// The store's tool-name stream as batches of the three columns (a step's place in its trace
+/// stands for its index: the stream visits a trace's steps in order).
+fn stream_batches(store: &dyn TraceStore) -> Result<Vec<RecordBatch>> {
+    let mut batches = Vec::new();
+    let mut columns = StreamColumns::default();
+    let mut last: Option<String> = None;
+    let mut place = 0u32;
+    // Arrow refuses a batch only when its columns disagree, which these never do; kept anyway.
+    let mut refused = None;
+    store.for_each_step_tool(&mut |step| {
+        if last.as_deref() == Some(step.trace_id) {
+            place += 1;
+        } else {
+            last = Some(step.trace_id.to_string());
+            place = 0;
+        }
+        columns.ids.append_value(step.trace_id);
+        columns.indexes.append_value(place);
+        columns.tools.append_value(step.tool_name);
+        columns.rows += 1;
+        if columns.rows == BATCH_ROWS {
+            match std::mem::take(&mut columns).finish() {
+                Ok(batch) => batches.push(batch),
+                Err(e) => refused = Some(e),
+            }
+        }
+        Ok(())
+    })?;
+    if columns.rows > 0 {
+        match columns.finish() {
+            Ok(batch) => batches.push(batch),
+            Err(e) => refused = Some(e),
+        }
+    }
+    match refused {
+        Some(e) => Err(AnalyzerError::Engine {
+            engine: ENGINE,
+            source_name: StepSource::Stream.describe(),
+            message: e.to_string(),
+        }),
+        None => Ok(batches),
+    }
+}
+
+#[derive(Default)]
+struct StreamColumns {
+    ids: StringBuilder,
+    indexes: UInt32Builder,
+    tools: StringBuilder,
+    rows: usize,
+}
+
+impl StreamColumns {
+    fn finish(mut self) -> Result<RecordBatch, datafusion::arrow::error::ArrowError> {
+        RecordBatch::try_new(
+            stream_schema(),
+            vec![
+                Arc::new(self.ids.finish()),
+                Arc::new(self.indexes.finish()),
+                Arc::new(self.tools.finish()),
+            ],
+        )
+    }
+}
