@@ -62,6 +62,8 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l samp
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l probe -d 'Infer a pattern with more occurrences first on N of them; when a step is then linked to no other (a flow padded with an unrelated call, or tools that merely follow each other), the candidate is built from those N. `off` reads the whole sample for every pattern' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l spmf -d 'With --count-only: mine this SPMF sequence file instead of the store' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l holdout -d 'Hold this percent of the traces (chosen by a hash of the trace id, the same on every run) out of mining, for `verify` to replay. Default: 0 for `mine`, 20 for `analyze`' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l engine -d 'Where the support counting runs. `datafusion` counts the closed contiguous patterns as Apache DataFusion query plans over the store\'s Parquet files in place (a SQLite store through its tool-name columns) and prints them; it proposes no candidates and stores nothing. Needs a build with the `datafusion` feature' -r -f -a "in-process\t'The built-in miner, with candidates'
+datafusion\t'Apache DataFusion: patterns only'"
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l live -d 'Replay with live tools from this command-tool manifest instead of the recorded calls' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l ignore -d 'A volatile field left out when matching recorded calls and comparing replays: a JSON pointer, optionally for one tool (`/request_id`, `search:/nonce`, `/items/*/ts`). Repeatable' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l min-exact -d 'Share of exact replays at or above which a candidate is verified' -r
@@ -80,7 +82,7 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l coun
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l emit-sql -d 'Print the SQL that counts these closed contiguous patterns, with their support and occurrences, and exit without reading the store. It reads a relation named `steps` (columns trace_id, step_index, tool_name: the store\'s Parquet `steps` folder) and runs unchanged on Spark SQL, DuckDB and DataFusion'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l allow-side-effects -d 'With --live: also run tools not marked `read_only = true` (they may change the world)'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -s q -l quiet -d 'No progress bars'
-complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -s h -l help -d 'Print help'
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -s V -l version -d 'Print version'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l input-format -d 'The input files\' format, instead of detecting it per file' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand import" -l source -d 'The traces\' source label (default: `import:<format>:<file name>`)' -r
@@ -103,13 +105,15 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l sample 
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l probe -d 'Infer a pattern with more occurrences first on N of them; when a step is then linked to no other (a flow padded with an unrelated call, or tools that merely follow each other), the candidate is built from those N. `off` reads the whole sample for every pattern' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l spmf -d 'With --count-only: mine this SPMF sequence file instead of the store' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l holdout -d 'Hold this percent of the traces (chosen by a hash of the trace id, the same on every run) out of mining, for `verify` to replay. Default: 0 for `mine`, 20 for `analyze`' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l engine -d 'Where the support counting runs. `datafusion` counts the closed contiguous patterns as Apache DataFusion query plans over the store\'s Parquet files in place (a SQLite store through its tool-name columns) and prints them; it proposes no candidates and stores nothing. Needs a build with the `datafusion` feature' -r -f -a "in-process\t'The built-in miner, with candidates'
+datafusion\t'Apache DataFusion: patterns only'"
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l store -d 'The store: a SQLite file, or a directory (or a path ending in `.parquet`) for a Parquet dataset. Created when missing' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l format -d 'How results are printed: `table` for people, `json` for scripts (documented field names, durations in seconds, a `schema_version`)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l any-gap -d 'With --count-only: any gap at all (all frequent sequential patterns)'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l count-only -d 'Only count the frequent patterns and print the time spent; store nothing'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l emit-sql -d 'Print the SQL that counts these closed contiguous patterns, with their support and occurrences, and exit without reading the store. It reads a relation named `steps` (columns trace_id, step_index, tool_name: the store\'s Parquet `steps` folder) and runs unchanged on Spark SQL, DuckDB and DataFusion'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -s q -l quiet -d 'No progress bars'
-complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -s h -l help -d 'Print help'
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -s V -l version -d 'Print version'
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand patterns; and not __fish_seen_subcommand_from list help" -l store -d 'The store: a SQLite file, or a directory (or a path ending in `.parquet`) for a Parquet dataset. Created when missing' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand patterns; and not __fish_seen_subcommand_from list help" -l format -d 'How results are printed: `table` for people, `json` for scripts (documented field names, durations in seconds, a `schema_version`)' -r
