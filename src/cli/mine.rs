@@ -12,7 +12,9 @@ use chainweaver_analyzer::mine::{MineConfig, MineOutcome};
 use chainweaver_analyzer::spm::{
     self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder,
 };
-use chainweaver_recorder::model::candidate::{Candidate, InferenceSample, VariantKind};
+use chainweaver_recorder::model::candidate::{
+    Candidate, InferenceSample, PatternSummary, VariantKind,
+};
 use chainweaver_recorder::store::{TraceStore, tool_sequences};
 use chainweaver_recorder::workspace::Workspace;
 use clap::Subcommand;
@@ -233,22 +235,12 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         patterns: &found.patterns,
     };
     emit(global, &output, || {
-        let mut table = Table::new(&["pattern", ">length", ">support", ">occurrences", ">saved"]);
-        for pattern in &found.patterns {
-            table.row(vec![
-                pattern.tools.join(" -> "),
-                pattern.tools.len().to_string(),
-                pattern.support.to_string(),
-                pattern.occurrences.to_string(),
-                pattern.round_trips_saved.to_string(),
-            ]);
-        }
         format!(
             "{} closed patterns counted on DataFusion in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
             found.patterns.len(),
             output.seconds,
             found.held_out_traces,
-            table.render()
+            pattern_table(&found.patterns)
         )
     })?;
     Ok(exit::OK)
@@ -273,7 +265,7 @@ struct EnginePatternsOutput<'a> {
     split: Split,
     held_out_traces: usize,
     seconds: f64,
-    patterns: &'a [chainweaver_recorder::model::candidate::PatternSummary],
+    patterns: &'a [PatternSummary],
 }
 
 #[derive(Debug, Serialize)]
@@ -447,6 +439,21 @@ pub fn find_candidate(
         .map_err(|err| failure::library(err, global))
 }
 
+/// Patterns as `patterns list` shows them.
+fn pattern_table(patterns: &[PatternSummary]) -> String {
+    let mut table = Table::new(&["pattern", ">length", ">support", ">occurrences", ">saved"]);
+    for pattern in patterns {
+        table.row(vec![
+            pattern.tools.join(" -> "),
+            pattern.tools.len().to_string(),
+            pattern.support.to_string(),
+            pattern.occurrences.to_string(),
+            pattern.round_trips_saved.to_string(),
+        ]);
+    }
+    table.render()
+}
+
 pub fn run_patterns(command: PatternsCommand, global: &Global) -> anyhow::Result<u8> {
     let PatternsCommand::List { limit } = command;
     let store = open_existing(&global.store)?;
@@ -456,17 +463,7 @@ pub fn run_patterns(command: PatternsCommand, global: &Global) -> anyhow::Result
         if patterns.is_empty() {
             return "no patterns stored: run `chainweaver mine`\n".into();
         }
-        let mut table = Table::new(&["pattern", ">length", ">support", ">occurrences", ">saved"]);
-        for pattern in &patterns {
-            table.row(vec![
-                pattern.tools.join(" -> "),
-                pattern.tools.len().to_string(),
-                pattern.support.to_string(),
-                pattern.occurrences.to_string(),
-                pattern.round_trips_saved.to_string(),
-            ]);
-        }
-        table.render()
+        pattern_table(&patterns)
     })?;
     Ok(exit::OK)
 }

@@ -49,8 +49,12 @@ type Counted = (Vec<String>, u64, u64);
 fn mined(dir: &Path, store: &str, flags: &[&str]) -> BTreeSet<Counted> {
     let mut args = vec!["-q", "--store", store, "--format", "json", "mine"];
     args.extend_from_slice(flags);
-    let outcome = json_ok(dir, &args);
-    outcome["patterns"]
+    patterns_of(&json_ok(dir, &args))
+}
+
+/// The `patterns` of a `--format json` output.
+fn patterns_of(output: &Value) -> BTreeSet<Counted> {
+    output["patterns"]
         .as_array()
         .expect("patterns")
         .iter()
@@ -223,23 +227,7 @@ fn assert_datafusion_agrees(dir: &Path, store: &str, flags: &[&str]) {
     args.extend_from_slice(flags);
     let output = json_ok(dir, &args);
     assert_eq!(output["engine"], "datafusion");
-    let counted: BTreeSet<Counted> = output["patterns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            (
-                p["tools"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|t| t.as_str().unwrap().to_string())
-                    .collect(),
-                p["support"].as_u64().unwrap(),
-                p["occurrences"].as_u64().unwrap(),
-            )
-        })
-        .collect();
+    let counted = patterns_of(&output);
     let missing: Vec<_> = expected.difference(&counted).take(3).collect();
     let extra: Vec<_> = counted.difference(&expected).take(3).collect();
     assert!(
