@@ -247,8 +247,13 @@ impl RedactionPolicy {
             return true;
         }
         // Keys and header names are strings too; any string that would be a secret key might
-        // be one.
-        if !self.secret_keys.is_empty() && strings.clone().any(|s| self.is_secret_key(s)) {
+        // be one. Without escapes, each string's normalized form is a piece of the whole
+        // text's, so when no secret word occurs in the whole text at all (exempt or not), no
+        // string can be a secret key: one search instead of one per string.
+        if !self.secret_keys.is_empty()
+            && self.has_secret_word(&normalize_key(json))
+            && strings.clone().any(|s| self.is_secret_key(s))
+        {
             return true;
         }
         // The built-in patterns have no anchors, so a match inside one string is a match in
@@ -263,12 +268,29 @@ impl RedactionPolicy {
                 .any(|s| extra.iter().any(|p| p.is_match(s)))
     }
 
+    /// True when some secret key word occurs in `normalized` (exempt suffixes or not).
+    fn has_secret_word(&self, normalized: &str) -> bool {
+        match &self.key_finder {
+            Some(finder) => finder.is_match(normalized),
+            None => self
+                .secret_keys
+                .iter()
+                .any(|secret| normalized.contains(&secret.word)),
+        }
+    }
+
     /// True when the value stored under `key` is a secret.
     pub fn is_secret_key(&self, key: &str) -> bool {
         if self.secret_keys.is_empty() {
             return false;
         }
-        let normalized = normalize_key(key);
+        // Most keys are short ASCII (`gen_ai.tool.name`, `Content-Type`): normalize those on
+        // the stack, since every key of every payload is looked at.
+        let mut buffer = [0u8; 128];
+        let normalized = match ascii_normalized(key, &mut buffer) {
+            Some(short) => Cow::Borrowed(short),
+            None => normalize_key(key),
+        };
         let Some(finder) = &self.key_finder else {
             return self
                 .secret_keys
@@ -301,7 +323,15 @@ impl RedactionPolicy {
         counts: &mut RedactionCounts,
     ) -> Cow<'a, str> {
         let mut current = Cow::Borrowed(text);
-        for pattern in &self.patterns {
+        // Most text holds no secret: one pass of the built-in set rules all of them out, and
+        // `is_match` rules out each other pattern without the captures `replace_all` builds
+        // (those were most of the cost of redacting clean text). A pattern that matches
+        // nothing leaves the text as it is, so skipping it changes nothing.
+        let skip_builtin = self.builtin_patterns > 0 && !BUILTIN_SET.is_match(text);
+        for (i, pattern) in self.patterns.iter().enumerate() {
+            if (skip_builtin && i < self.builtin_patterns) || !pattern.is_match(&current) {
+                continue;
+            }
             let mut found = 0u64;
             let replaced = pattern.replace_all(&current, |caps: &Captures<'_>| {
                 found += 1;
@@ -442,12 +472,42 @@ fn normalize_key(key: &str) -> Cow<'_, str> {
     {
         return Cow::Borrowed(key);
     }
+    if key.is_ascii() {
+        // Byte by byte into one allocation: every string of a payload is looked at as a
+        // possible key, and long ASCII text was most of that cost.
+        // Without a branch per byte: each byte is written, and the end moves past it only
+        // when it is kept.
+        let mut normalized = vec![0u8; key.len()];
+        let mut end = 0;
+        for (&byte, i) in key.as_bytes().iter().zip(0..) {
+            normalized[end.min(i)] = byte.to_ascii_lowercase();
+            end += usize::from(byte.is_ascii_alphanumeric());
+        }
+        normalized.truncate(end);
+        // ASCII bytes are always UTF-8; the fallback below is never taken.
+        if let Ok(normalized) = String::from_utf8(normalized) {
+            return Cow::Owned(normalized);
+        }
+    }
     Cow::Owned(
         key.chars()
             .filter(|c| c.is_alphanumeric())
             .flat_map(char::to_lowercase)
             .collect(),
     )
+}
+
+/// [`normalize_key`] of a short ASCII `key`, written into `buffer`; `None` for any other key.
+fn ascii_normalized<'b>(key: &str, buffer: &'b mut [u8; 128]) -> Option<&'b str> {
+    if key.len() > buffer.len() || !key.is_ascii() {
+        return None;
+    }
+    let mut len = 0;
+    for byte in key.bytes().filter(u8::is_ascii_alphanumeric) {
+        buffer[len] = byte.to_ascii_lowercase();
+        len += 1;
+    }
+    std::str::from_utf8(&buffer[..len]).ok()
 }
 
 /// The replacement for one pattern match: the `secret` group replaced, or the whole match.
@@ -526,6 +586,22 @@ mod tests {
         }
         assert!(policy.is_secret_key("x-auth-token"));
         assert!(!policy.is_secret_key("max_tokens"));
+    }
+
+    #[test]
+    fn short_ascii_keys_normalize_as_any_key_does() {
+        let mut buffer = [0u8; 128];
+        for key in ["gen_ai.tool.name", "X-Api-Key", "", "ALLCAPS_9", "a b-c.d"] {
+            assert_eq!(
+                ascii_normalized(key, &mut buffer),
+                Some(normalize_key(key).as_ref()),
+                "{key}"
+            );
+        }
+        assert_eq!(normalize_key(&"Ab-".repeat(100)), "ab".repeat(100));
+        assert_eq!(normalize_key("Clé_Été"), "cléété");
+        assert_eq!(ascii_normalized("clé", &mut buffer), None);
+        assert_eq!(ascii_normalized(&"k".repeat(129), &mut buffer), None);
     }
 
     #[test]
@@ -755,6 +831,39 @@ mod tests {
     }
 
     #[test]
+    fn skipping_patterns_that_do_not_match_changes_no_result() {
+        // Every pattern applied in turn, as redaction did before it skipped any: the answer
+        // the fast path must give on clean text, secrets, several secrets and near misses.
+        let p = policy().with_pattern(Regex::new(r"pin (?P<secret>\d+)").unwrap());
+        let every_pattern = |text: &str| -> (String, u64) {
+            let mut current = text.to_owned();
+            let mut found = 0;
+            for pattern in &p.patterns {
+                current = pattern
+                    .replace_all(&current, |caps: &Captures<'_>| {
+                        found += 1;
+                        replace_secret(caps)
+                    })
+                    .into_owned();
+            }
+            (current, found)
+        };
+        for text in [
+            "hello world",
+            "pin 1234 and nothing else",
+            "Authorization: Bearer abc.def and sk-0123456789abcdefghij",
+            "token=abc&password=hunter2 at postgres://u:p4ss@db/x",
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyz then AKIA0123456789ABCDEF",
+            "sk-short, bearer, eyJ alone, AKIA is a prefix",
+            r#"{"api_key": "k-123", "note": "pin 99"}"#,
+        ] {
+            let mut counts = RedactionCounts::default();
+            let fast = p.redact_text_counting(text, &mut counts).into_owned();
+            assert_eq!((fast, counts.secrets), every_pattern(text), "{text}");
+        }
+    }
+
+    #[test]
     fn patterns_apply_inside_values_under_ordinary_keys() {
         let value = redacted(json!({
             "command": "curl -H 'Authorization: Bearer xyz789' https://api",
@@ -972,6 +1081,12 @@ mod tests {
             assert_eq!(changes, i > 0 && i < 6, "{text}");
         }
         assert!(!RedactionPolicy::none().may_change_json_text(r#"{"password": "x"}"#));
+        // A secret key next to text that, joined to it, reads as an exempt counter
+        // (`token` + `s...`), and counters alone.
+        assert!(p.may_change_json_text(r#"{"token":"secret"}"#));
+        assert!(p.may_change_json_text(r#"{"a":"Pass-Word","b":1}"#));
+        assert!(!p.may_change_json_text(r#"{"max_tokens":5,"tokens":"s"}"#));
+        assert!(!p.may_change_json_text(r#"{"pass":"word"}"#));
     }
 
     #[test]
