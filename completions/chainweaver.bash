@@ -342,7 +342,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__analyze)
-            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --engine --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
+            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1600,7 +1600,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__mine)
-            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --engine --store --format --quiet --help --version"
+            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

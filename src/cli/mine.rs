@@ -80,6 +80,12 @@ pub struct MineArgs {
     /// unchanged on Spark SQL, DuckDB and DataFusion.
     #[arg(long, conflicts_with_all = ["max_gap", "any_gap", "count_only", "holdout"])]
     pub emit_sql: bool,
+
+    /// With --emit-sql: every frequent contiguous pattern of the lengths asked for, closed or
+    /// not (the counts the pattern mining literature publishes, with --min-length 1), instead
+    /// of the closed ones `mine` stores
+    #[arg(long, requires = "emit_sql")]
+    pub all_frequent: bool,
     /// Where the support counting runs. `datafusion` counts the closed contiguous patterns as
     /// Apache DataFusion query plans over the store's Parquet files in place (a SQLite store
     /// through its tool-name columns) and prints them; it proposes no candidates and stores
@@ -287,11 +293,20 @@ pub fn emit_sql(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     let output = EmittedSql {
         schema_version: super::SCHEMA_VERSION,
         columns,
-        sql: query.closed_sql(),
+        sql: if args.all_frequent {
+            query.all_frequent_sql()
+        } else {
+            query.closed_sql()
+        },
+    };
+    let what = if args.all_frequent {
+        "Every frequent contiguous pattern, closed or not"
+    } else {
+        "The closed contiguous patterns `chainweaver mine` stores"
     };
     emit(global, &output, || {
         format!(
-            "-- The closed contiguous patterns `chainweaver mine` stores (min support {}, length {}..{}),\n\
+            "-- {what} (min support {}, length {}..{}),\n\
              -- over a relation `steps` (trace_id, step_index, tool_name). Bind it first, e.g.\n\
              --   Spark:  spark.read.parquet(\"DATASET/steps\").createOrReplaceTempView(\"steps\")\n\
              --   DuckDB: CREATE VIEW steps AS SELECT * FROM read_parquet('DATASET/steps/**/*.parquet');\n{}",

@@ -152,6 +152,73 @@ fn emitted_sql_on_duckdb_and_spark_finds_the_patterns_mine_stores_on_tau_bench()
     assert_engines_agree(dir.path(), store, &[], &["duckdb", "spark"]);
 }
 
+/// The longest pattern the known-answer query asks for: past the longest frequent one in these
+/// benchmarks at these supports, which the test checks.
+const KNOWN_ANSWER_MAX_LENGTH: usize = 40;
+
+#[test]
+fn all_frequent_sql_on_duckdb_and_spark_gives_the_known_pattern_counts_of_the_spm_benchmarks() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    if !python_with_engines() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The known answers of ../shared/datasets/README.md (contiguous, from length 1); Spark on
+    // one of them, since each Spark run starts a JVM.
+    let cases: [(&str, u32, usize, &[&str]); 3] = [
+        ("SIGN", 37, 184, &["duckdb", "spark"]),
+        ("SIGN", 15, 371, &["duckdb"]),
+        ("LEVIATHAN", 30, 1_370, &["duckdb"]),
+    ];
+    for (name, min_support, known, engines) in cases {
+        let store = format!("{name}.parquet");
+        if !dir.path().join(&store).exists() {
+            let source = datasets.join("spm").join(format!("{name}.txt"));
+            let import = chainweaver(
+                dir.path(),
+                &["-q", "--store", &store, "import", "--input-format", "spmf"]
+                    .into_iter()
+                    .chain([source.to_str().unwrap()])
+                    .collect::<Vec<_>>(),
+            );
+            assert!(
+                import.status.success(),
+                "{}",
+                String::from_utf8_lossy(&import.stderr)
+            );
+        }
+        let support = min_support.to_string();
+        let longest = KNOWN_ANSWER_MAX_LENGTH.to_string();
+        let flags = [
+            "--all-frequent",
+            "--min-support",
+            &support,
+            "--min-length",
+            "1",
+            "--max-length",
+            &longest,
+        ];
+        for engine in engines {
+            let counted = counted_by(engine, dir.path(), &store, &flags);
+            assert_eq!(counted.len(), known, "{engine} on {name}@{min_support}");
+            // Nothing reaches the longest length asked for, so no longer pattern was cut off.
+            let reached = counted.iter().map(|(tools, _, _)| tools.len()).max();
+            assert!(
+                reached.is_some_and(|l| l < KNOWN_ANSWER_MAX_LENGTH),
+                "{engine} on {name}@{min_support}: longest {reached:?}"
+            );
+            assert!(
+                counted
+                    .iter()
+                    .all(|(_, s, o)| *s >= u64::from(min_support) && o >= s),
+                "{engine} on {name}@{min_support}"
+            );
+        }
+    }
+}
+
 #[test]
 fn emitted_sql_agrees_on_generated_loops_failures_and_interleaving_over_day_partitions() {
     if !python_with_engines() {

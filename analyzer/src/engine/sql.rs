@@ -74,6 +74,20 @@ impl CountingQuery {
         sql
     }
 
+    /// Every frequent pattern of length `min_length..=max_length`, closed or not, with its
+    /// support and occurrences: what the sequential pattern mining literature counts (from
+    /// length 1).
+    pub fn all_frequent_sql(&self) -> String {
+        let mut sql = self.ctes();
+        sql.push_str("SELECT * FROM (\n");
+        let lengths: Vec<String> = (self.min_length..=self.max_length)
+            .map(|length| self.padded_select(&format!("counted_{length}"), length, "c"))
+            .collect();
+        sql.push_str(&lengths.join("UNION ALL\n"));
+        sql.push_str(") AS frequent\n");
+        sql
+    }
+
     /// The closed patterns of length `min_length..=max_length` with their support and
     /// occurrences: what `chainweaver mine` stores as its patterns.
     pub fn closed_sql(&self) -> String {
