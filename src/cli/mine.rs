@@ -81,10 +81,10 @@ pub struct MineArgs {
     #[arg(long, conflicts_with_all = ["max_gap", "any_gap", "count_only", "holdout"])]
     pub emit_sql: bool,
 
-    /// With --emit-sql: every frequent contiguous pattern of the lengths asked for, closed or
-    /// not (the counts the pattern mining literature publishes, with --min-length 1), instead
-    /// of the closed ones `mine` stores
-    #[arg(long, requires = "emit_sql")]
+    /// With --emit-sql or --engine datafusion: every frequent contiguous pattern of the
+    /// lengths asked for, closed or not (the counts the pattern mining literature publishes,
+    /// with --min-length 1), instead of the closed ones `mine` stores
+    #[arg(long)]
     pub all_frequent: bool,
     /// Where the support counting runs. `datafusion` counts the closed contiguous patterns as
     /// Apache DataFusion query plans over the store's Parquet files in place (a SQLite store
@@ -230,7 +230,13 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     };
     let bars = progress::Bars::new(global);
     let started = Instant::now();
-    let found = pipeline::engine_patterns(store.as_ref(), &request, &bars)
+    use chainweaver_analyzer::engine::sql::Reported;
+    let reported = if args.all_frequent {
+        Reported::AllFrequent
+    } else {
+        Reported::Closed
+    };
+    let found = pipeline::engine_patterns(store.as_ref(), &request, reported, &bars)
         .map_err(|err| failure::library(err, global))?;
     let output = EnginePatternsOutput {
         schema_version: super::SCHEMA_VERSION,
@@ -242,8 +248,13 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     };
     emit(global, &output, || {
         format!(
-            "{} closed patterns counted on DataFusion in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
+            "{} {} patterns counted on DataFusion in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
             found.patterns.len(),
+            if args.all_frequent {
+                "frequent"
+            } else {
+                "closed"
+            },
             output.seconds,
             found.held_out_traces,
             pattern_table(&found.patterns)
@@ -337,6 +348,17 @@ struct MineOutput<'a> {
 }
 
 pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
+    if args.all_frequent && !args.emit_sql && args.engine != Engine::Datafusion {
+        return Err(super::Failure {
+            code: exit::USAGE,
+            message: "--all-frequent applies to --emit-sql and --engine datafusion only".into(),
+            hint: Some(
+                "the in-process miner stores closed patterns; `mine --count-only --min-length 1` counts all frequent ones"
+                    .into(),
+            ),
+        }
+        .into());
+    }
     if args.emit_sql {
         return emit_sql(&args, global);
     }

@@ -4,7 +4,7 @@
 //! names are decoded); any other store is read through its tool-name stream
 //! ([`TraceStore::for_each_step_tool`]) into Arrow batches of those three columns, so payloads
 //! are never loaded either way. Closedness is then decided in-process over the frequent rows
-//! ([`closed_patterns`]), which are few next to the steps.
+//! ([`closed_patterns`](super::sql::closed_patterns)), which are few next to the steps.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -24,7 +24,7 @@ use datafusion::datasource::listing::{
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use super::sql::{CountedPattern, CountingQuery, closed_patterns, tool_column};
+use super::sql::{CountedPattern, CountingQuery, Reported, reported_patterns, tool_column};
 use crate::error::{AnalyzerError, Result};
 
 const ENGINE: &str = "DataFusion";
@@ -61,11 +61,13 @@ impl StepSource {
     }
 }
 
-/// The closed patterns of `query` among the store's steps, leaving out the traces in
-/// `held_out`, counted by DataFusion on `threads` threads. Sorted by tools.
+/// The closed (or, as `reported` says, all frequent) patterns of `query` among the store's
+/// steps, leaving out the traces in `held_out`, counted by DataFusion on `threads` threads.
+/// Sorted by tools.
 pub fn count_patterns(
     store: &dyn TraceStore,
     query: &CountingQuery,
+    reported: Reported,
     held_out: &HashSet<String>,
     threads: usize,
 ) -> Result<Vec<CountedPattern>> {
@@ -99,7 +101,7 @@ pub fn count_patterns(
         },
         StepSource::Stream => failed(message),
     })?;
-    Ok(closed_patterns(query, frequent))
+    Ok(reported_patterns(query, frequent, reported))
 }
 
 /// The first file whose Parquet footer cannot be read, with the reason.

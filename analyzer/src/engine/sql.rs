@@ -178,6 +178,37 @@ impl CountingQuery {
     }
 }
 
+/// Which of the frequent patterns an engine reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reported {
+    /// The closed ones: what `mine` stores.
+    #[default]
+    Closed,
+    /// Every frequent one, closed or not: what the pattern mining literature counts.
+    AllFrequent,
+}
+
+/// The patterns `reported` asks for among the rows of [`CountingQuery::frequent_sql`]: the
+/// closed ones ([`closed_patterns`]) or every one of length `min_length..=max_length`. Sorted
+/// by tools.
+pub fn reported_patterns(
+    query: &CountingQuery,
+    frequent: Vec<CountedPattern>,
+    reported: Reported,
+) -> Vec<CountedPattern> {
+    match reported {
+        Reported::Closed => closed_patterns(query, frequent),
+        Reported::AllFrequent => {
+            let mut all: Vec<CountedPattern> = frequent
+                .into_iter()
+                .filter(|p| p.tools.len() <= query.max_length)
+                .collect();
+            all.sort();
+            all
+        }
+    }
+}
+
 /// The closed patterns among the frequent ones of `min_length..=max_length + 1` (the rows of
 /// [`CountingQuery::frequent_sql`]): those of length `min_length..=max_length` that no
 /// one-item extension with the same support contains. Sorted by tools.
