@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::Context;
 use chainweaver::pipeline::{self, MineRequest};
 use chainweaver::verify::Split;
-use chainweaver_analyzer::engine::sql::{self, CountingQuery};
+use chainweaver_analyzer::engine::sql::{self, CountingQuery, Reported};
 use chainweaver_analyzer::mine::{MineConfig, MineOutcome};
 use chainweaver_analyzer::spm::{
     self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder,
@@ -104,6 +104,15 @@ pub enum Engine {
 }
 
 impl MineArgs {
+    /// Which patterns the counting engines report.
+    pub fn reported(&self) -> Reported {
+        if self.all_frequent {
+            Reported::AllFrequent
+        } else {
+            Reported::Closed
+        }
+    }
+
     pub fn config(&self) -> MineConfig {
         MineConfig {
             min_support: self.min_support,
@@ -230,13 +239,7 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     };
     let bars = progress::Bars::new(global);
     let started = Instant::now();
-    use chainweaver_analyzer::engine::sql::Reported;
-    let reported = if args.all_frequent {
-        Reported::AllFrequent
-    } else {
-        Reported::Closed
-    };
-    let found = pipeline::engine_patterns(store.as_ref(), &request, reported, &bars)
+    let found = pipeline::engine_patterns(store.as_ref(), &request, args.reported(), &bars)
         .map_err(|err| failure::library(err, global))?;
     let output = EnginePatternsOutput {
         schema_version: super::SCHEMA_VERSION,
@@ -250,10 +253,9 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         format!(
             "{} {} patterns counted on DataFusion in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
             found.patterns.len(),
-            if args.all_frequent {
-                "frequent"
-            } else {
-                "closed"
+            match args.reported() {
+                Reported::Closed => "closed",
+                Reported::AllFrequent => "frequent",
             },
             output.seconds,
             found.held_out_traces,
@@ -304,16 +306,11 @@ pub fn emit_sql(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     let output = EmittedSql {
         schema_version: super::SCHEMA_VERSION,
         columns,
-        sql: if args.all_frequent {
-            query.all_frequent_sql()
-        } else {
-            query.closed_sql()
-        },
+        sql: query.reported_sql(args.reported()),
     };
-    let what = if args.all_frequent {
-        "Every frequent contiguous pattern, closed or not"
-    } else {
-        "The closed contiguous patterns `chainweaver mine` stores"
+    let what = match args.reported() {
+        Reported::Closed => "The closed contiguous patterns `chainweaver mine` stores",
+        Reported::AllFrequent => "Every frequent contiguous pattern, closed or not",
     };
     emit(global, &output, || {
         format!(

@@ -42,6 +42,21 @@ fn json_ok(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).expect("JSON on stdout")
 }
 
+/// `chainweaver import [--input-format FORMAT] SOURCE` into `store`, which must succeed.
+fn import_into(dir: &Path, store: &str, input_format: Option<&str>, source: &Path) {
+    let mut args = vec!["-q", "--store", store, "import"];
+    if let Some(format) = input_format {
+        args.extend(["--input-format", format]);
+    }
+    args.push(source.to_str().unwrap());
+    let import = chainweaver(dir, &args);
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+}
+
 /// A pattern as both sides report it: tools, support, occurrences.
 type Counted = (Vec<String>, u64, u64);
 
@@ -140,15 +155,7 @@ fn emitted_sql_on_duckdb_and_spark_finds_the_patterns_mine_stores_on_tau_bench()
     let dir = tempfile::tempdir().unwrap();
     let store = "tau.parquet";
     let source = datasets.join("tau-bench-retail");
-    let import = chainweaver(
-        dir.path(),
-        &["-q", "--store", store, "import", source.to_str().unwrap()],
-    );
-    assert!(
-        import.status.success(),
-        "{}",
-        String::from_utf8_lossy(&import.stderr)
-    );
+    import_into(dir.path(), store, None, &source);
     assert_engines_agree(dir.path(), store, &[], &["duckdb", "spark"]);
 }
 
@@ -176,18 +183,7 @@ fn all_frequent_sql_on_duckdb_and_spark_gives_the_known_pattern_counts_of_the_sp
         let store = format!("{name}.parquet");
         if !dir.path().join(&store).exists() {
             let source = datasets.join("spm").join(format!("{name}.txt"));
-            let import = chainweaver(
-                dir.path(),
-                &["-q", "--store", &store, "import", "--input-format", "spmf"]
-                    .into_iter()
-                    .chain([source.to_str().unwrap()])
-                    .collect::<Vec<_>>(),
-            );
-            assert!(
-                import.status.success(),
-                "{}",
-                String::from_utf8_lossy(&import.stderr)
-            );
+            import_into(dir.path(), &store, Some("spmf"), &source);
         }
         let support = min_support.to_string();
         let longest = KNOWN_ANSWER_MAX_LENGTH.to_string();
@@ -334,15 +330,7 @@ fn datafusion_counts_the_patterns_mine_stores_from_parquet_files_and_from_sqlite
     let dir = tempfile::tempdir().unwrap();
     let source = datasets.join("tau-bench-retail");
     for store in ["tau.parquet", "tau.db"] {
-        let import = chainweaver(
-            dir.path(),
-            &["-q", "--store", store, "import", source.to_str().unwrap()],
-        );
-        assert!(
-            import.status.success(),
-            "{}",
-            String::from_utf8_lossy(&import.stderr)
-        );
+        import_into(dir.path(), store, None, &source);
         assert_datafusion_agrees(dir.path(), store, &[]);
         // The traces a 20% hold-out keeps for verification are left out on both sides.
         assert_datafusion_agrees(dir.path(), store, &["--holdout", "20"]);
@@ -455,4 +443,16 @@ fn without_the_feature_the_datafusion_engine_is_refused_with_how_to_get_it() {
     let refused = chainweaver(dir.path(), &["mine", "--engine", "datafusion"]);
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--features datafusion"));
+}
+
+#[test]
+fn all_frequent_without_an_engine_that_reports_it_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = chainweaver(dir.path(), &["mine", "--all-frequent"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("--all-frequent applies to --emit-sql and --engine datafusion only"),
+        "{stderr}"
+    );
 }

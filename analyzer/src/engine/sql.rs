@@ -65,12 +65,7 @@ impl CountingQuery {
     /// length decides closedness), unfiltered: for [`closed_patterns`].
     pub fn frequent_sql(&self) -> String {
         let mut sql = self.ctes();
-        sql.push_str("SELECT * FROM (\n");
-        let lengths: Vec<String> = (self.min_length..=self.max_length + 1)
-            .map(|length| self.padded_select(&format!("counted_{length}"), length, "c"))
-            .collect();
-        sql.push_str(&lengths.join("UNION ALL\n"));
-        sql.push_str(") AS frequent\n");
+        sql.push_str(&self.union("counted", self.max_length + 1, "frequent"));
         sql
     }
 
@@ -79,13 +74,17 @@ impl CountingQuery {
     /// length 1).
     pub fn all_frequent_sql(&self) -> String {
         let mut sql = self.ctes();
-        sql.push_str("SELECT * FROM (\n");
-        let lengths: Vec<String> = (self.min_length..=self.max_length)
-            .map(|length| self.padded_select(&format!("counted_{length}"), length, "c"))
-            .collect();
-        sql.push_str(&lengths.join("UNION ALL\n"));
-        sql.push_str(") AS frequent\n");
+        sql.push_str(&self.union("counted", self.max_length, "frequent"));
         sql
+    }
+
+    /// The query for the patterns `reported` asks for: [`closed_sql`](Self::closed_sql) or
+    /// [`all_frequent_sql`](Self::all_frequent_sql).
+    pub fn reported_sql(&self, reported: Reported) -> String {
+        match reported {
+            Reported::Closed => self.closed_sql(),
+            Reported::AllFrequent => self.all_frequent_sql(),
+        }
     }
 
     /// The closed patterns of length `min_length..=max_length` with their support and
@@ -113,13 +112,20 @@ impl CountingQuery {
             }
             sql.push_str("  WHERE r.support IS NULL AND l.support IS NULL\n)\n");
         }
-        sql.push_str("SELECT * FROM (\n");
-        let lengths: Vec<String> = (self.min_length..=self.max_length)
-            .map(|length| self.padded_select(&format!("closed_{length}"), length, "c"))
-            .collect();
-        sql.push_str(&lengths.join("UNION ALL\n"));
-        sql.push_str(") AS closed\n");
+        sql.push_str(&self.union("closed", self.max_length, "closed"));
         sql
+    }
+
+    /// `SELECT * FROM (...) AS name`: the relations `<prefix>_<n>` for `n` from `min_length` to
+    /// `longest`, padded to the result columns and stacked.
+    fn union(&self, prefix: &str, longest: usize, name: &str) -> String {
+        let lengths: Vec<String> = (self.min_length..=longest)
+            .map(|length| self.padded_select(&format!("{prefix}_{length}"), length, "c"))
+            .collect();
+        format!(
+            "SELECT * FROM (\n{}) AS {name}\n",
+            lengths.join("UNION ALL\n")
+        )
     }
 
     /// `grams` (each step with the tools of the steps after it) and `counted_<n>` per length.

@@ -475,15 +475,9 @@ fn normalize_key(key: &str) -> Cow<'_, str> {
     if key.is_ascii() {
         // Byte by byte into one allocation: every string of a payload is looked at as a
         // possible key, and long ASCII text was most of that cost.
-        // Without a branch per byte: each byte is written, and the end moves past it only
-        // when it is kept.
         let mut normalized = vec![0u8; key.len()];
-        let mut end = 0;
-        for (&byte, i) in key.as_bytes().iter().zip(0..) {
-            normalized[end.min(i)] = byte.to_ascii_lowercase();
-            end += usize::from(byte.is_ascii_alphanumeric());
-        }
-        normalized.truncate(end);
+        let len = normalize_ascii_into(key, &mut normalized);
+        normalized.truncate(len);
         // ASCII bytes are always UTF-8; the fallback below is never taken.
         if let Ok(normalized) = String::from_utf8(normalized) {
             return Cow::Owned(normalized);
@@ -502,12 +496,20 @@ fn ascii_normalized<'b>(key: &str, buffer: &'b mut [u8; 128]) -> Option<&'b str>
     if key.len() > buffer.len() || !key.is_ascii() {
         return None;
     }
-    let mut len = 0;
-    for byte in key.bytes().filter(u8::is_ascii_alphanumeric) {
-        buffer[len] = byte.to_ascii_lowercase();
-        len += 1;
-    }
+    let len = normalize_ascii_into(key, buffer);
     std::str::from_utf8(&buffer[..len]).ok()
+}
+
+/// The lowercase letters and digits of ASCII `key`, written to the front of `out` (at least as
+/// long as `key`); how many. Without a branch per byte: each byte is written, and the end
+/// moves past it only when it is kept.
+fn normalize_ascii_into(key: &str, out: &mut [u8]) -> usize {
+    let mut end = 0;
+    for (&byte, slot) in key.as_bytes().iter().zip(0..out.len()) {
+        out[end.min(slot)] = byte.to_ascii_lowercase();
+        end += usize::from(byte.is_ascii_alphanumeric());
+    }
+    end
 }
 
 /// The replacement for one pattern match: the `secret` group replaced, or the whole match.
