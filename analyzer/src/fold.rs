@@ -547,31 +547,66 @@ impl<'a> TraceRuns<'a> {
             .count()
     }
 
-    /// Calls (of every trace) inside an occurrence of any of `shapes` (calls in a gapped
-    /// occurrence's gaps are not), and all calls.
-    pub fn covered_calls(&self, shapes: &[&[ShapeStep]]) -> (usize, usize) {
+    /// What `shapes` cover of every trace: the calls inside an occurrence of any of them
+    /// (calls in a gapped occurrence's gaps are not), and the model round trips they would save
+    /// with each call counted once.
+    ///
+    /// Round trips: an occurrence of `k` calls run as one flow takes one round trip instead of
+    /// `k`. Occurrences of different shapes may overlap (a part inside its parent), so per trace
+    /// the longest occurrences are taken first and any that shares a call with one already
+    /// taken is left out; the saving is the sum of `k - 1` over those taken.
+    pub fn coverage(&self, shapes: &[&[ShapeStep]]) -> Covered {
         let indexed: Vec<IndexedShape> = shapes
             .iter()
             .filter_map(|shape| self.indexed(shape))
             .collect();
-        let mut covered = 0;
-        let mut total = 0;
+        let mut out = Covered::default();
         for (t, sequence) in self.sequences.sequences.iter().enumerate() {
-            total += sequence.len();
-            let mut marked = vec![false; sequence.len()];
-            for shape in &indexed {
-                for found in self.occurrences(t, shape) {
-                    for call in found.calls {
-                        if let Some(mark) = marked.get_mut(call) {
-                            *mark = true;
-                        }
-                    }
+            out.calls += sequence.len();
+            let mut found: Vec<Found> = indexed
+                .iter()
+                .flat_map(|shape| self.occurrences(t, shape))
+                .collect();
+            let mut covered = vec![false; sequence.len()];
+            for call in found.iter().flat_map(|f| &f.calls) {
+                if let Some(mark) = covered.get_mut(*call) {
+                    *mark = true;
                 }
             }
-            covered += marked.iter().filter(|m| **m).count();
+            out.covered += covered.iter().filter(|m| **m).count();
+            found.sort_by(|a, b| {
+                b.calls
+                    .len()
+                    .cmp(&a.calls.len())
+                    .then(a.calls.first().cmp(&b.calls.first()))
+            });
+            let mut taken = vec![false; sequence.len()];
+            for occurrence in &found {
+                let free = occurrence
+                    .calls
+                    .iter()
+                    .all(|&call| taken.get(call).is_some_and(|t| !t));
+                if free && !occurrence.calls.is_empty() {
+                    for &call in &occurrence.calls {
+                        taken[call] = true;
+                    }
+                    out.round_trips_saved += occurrence.calls.len() - 1;
+                }
+            }
         }
-        (covered, total)
+        out
     }
+}
+
+/// What a set of shapes covers of the traffic ([`TraceRuns::coverage`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Covered {
+    /// Every call of every trace.
+    pub calls: usize,
+    /// Calls inside an occurrence.
+    pub covered: usize,
+    /// Model round trips saved, each call counted once.
+    pub round_trips_saved: usize,
 }
 
 /// A candidate's tool sequence as a shape of single calls (no repeats, no alternatives), for
@@ -615,6 +650,11 @@ mod tests {
         }
         out.names = names;
         out
+    }
+
+    fn covered(runs: &TraceRuns<'_>, shapes: &[&[ShapeStep]]) -> (usize, usize) {
+        let covered = runs.coverage(shapes);
+        (covered.covered, covered.calls)
     }
 
     fn fold_all(candidates: &[(&str, &str)], traces: &[&str]) -> Vec<Behaviour> {
@@ -766,9 +806,9 @@ mod tests {
         let runs = TraceRuns::with_gap(&sequences, 1);
         assert_eq!(runs.traces_with(&shape), 1);
         // a, b, b, b, c of the first trace; x and y sit in gaps.
-        assert_eq!(runs.covered_calls(&[&shape]), (5, 12));
+        assert_eq!(covered(&runs, &[&shape]), (5, 12));
         let wider = TraceRuns::with_gap(&sequences, 2);
-        assert_eq!(wider.covered_calls(&[&shape]), (8, 12));
+        assert_eq!(covered(&wider, &[&shape]), (8, 12));
     }
 
     #[test]
@@ -817,10 +857,52 @@ mod tests {
         ];
         assert_eq!(runs.traces_with(&looped), 2);
         // Covered calls: 4 + 3 of 9.
-        assert_eq!(runs.covered_calls(&[&looped]), (7, 9));
+        assert_eq!(covered(&runs, &[&looped]), (7, 9));
         // A last single step takes the first call of a longer run: `a b` covers `a b` of
         // `a b b c`.
-        assert_eq!(runs.covered_calls(&[&exact_shape(&tools("a b"))]), (4, 9));
+        assert_eq!(covered(&runs, &[&exact_shape(&tools("a b"))]), (4, 9));
+    }
+
+    #[test]
+    fn round_trips_count_each_call_once_longest_occurrence_first() {
+        let traces = ["a b b c", "a b c", "b b", "x a b c"];
+        let sequences = sequences(&traces);
+        let runs = TraceRuns::new(&sequences);
+        let looped = vec![
+            ShapeStep {
+                tools: tools("a"),
+                repeated: false,
+            },
+            ShapeStep {
+                tools: tools("b"),
+                repeated: true,
+            },
+            ShapeStep {
+                tools: tools("c"),
+                repeated: false,
+            },
+        ];
+        let pair = exact_shape(&tools("a b"));
+        let lead = exact_shape(&tools("x a"));
+        // `a b` alone: one saving in each of the three traces that hold it.
+        assert_eq!(
+            runs.coverage(&[&pair]),
+            Covered {
+                calls: 13,
+                covered: 6,
+                round_trips_saved: 3
+            }
+        );
+        // With the loop: it takes `a b b c` (3), `a b c` (2) and `a b c` of the last trace
+        // (2); `a b` and `x a` overlap those and save nothing more, though `x` is covered.
+        assert_eq!(
+            runs.coverage(&[&pair, &looped, &lead]),
+            Covered {
+                calls: 13,
+                covered: 11,
+                round_trips_saved: 7
+            }
+        );
     }
 
     #[test]

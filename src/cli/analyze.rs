@@ -129,12 +129,14 @@ fn report_text(outcome: &AnalyzeReport) -> String {
         let share = |n: usize| 100.0 * n as f64 / coverage.calls as f64;
         let _ = writeln!(
             text,
-            "\n{} verified proposals cover {:.0}% of the {} held-out tool calls (the {} verified candidates unfolded: {:.0}%)",
+            "\n{} verified proposals cover {:.0}% of the {} held-out tool calls and save {} model round trips there (the {} verified candidates unfolded: {:.0}%, {})",
             coverage.verified_behaviours,
             share(coverage.by_verified_behaviours),
             coverage.calls,
+            coverage.round_trips_saved_by_verified_behaviours,
             outcome.verified,
             share(coverage.by_verified_candidates),
+            coverage.round_trips_saved_by_verified_candidates,
         );
     }
     let rejected = outcome.rejected;

@@ -107,6 +107,11 @@ pub struct Coverage {
     pub by_verified_candidates: usize,
     /// Behaviours whose lead is verified.
     pub verified_behaviours: usize,
+    /// Model round trips the verified behaviours would save on the held-out calls, each call
+    /// counted once (overlapping occurrences: the longest first).
+    pub round_trips_saved_by_verified_behaviours: usize,
+    /// The same for every verified candidate, unfolded.
+    pub round_trips_saved_by_verified_candidates: usize,
 }
 
 /// Import (when asked), mine, verify every candidate on held-out traffic, store everything,
@@ -255,13 +260,15 @@ fn behaviours(
         .map(|entry| exact_shape(&entry.candidate.tools))
         .collect();
     let candidate_refs: Vec<&[ShapeStep]> = candidate_shapes.iter().map(Vec::as_slice).collect();
-    let (by_behaviours, calls) = runs.covered_calls(&verified_shapes);
-    let (by_candidates, _) = runs.covered_calls(&candidate_refs);
+    let by_behaviours = runs.coverage(&verified_shapes);
+    let by_candidates = runs.coverage(&candidate_refs);
     let coverage = Coverage {
-        calls,
-        by_verified_behaviours: by_behaviours,
-        by_verified_candidates: by_candidates,
+        calls: by_behaviours.calls,
+        by_verified_behaviours: by_behaviours.covered,
+        by_verified_candidates: by_candidates.covered,
         verified_behaviours: verified_shapes.len(),
+        round_trips_saved_by_verified_behaviours: by_behaviours.round_trips_saved,
+        round_trips_saved_by_verified_candidates: by_candidates.round_trips_saved,
     };
     Ok((behaviours, coverage))
 }

@@ -679,6 +679,14 @@ fn tau_bench_proposals_fold_into_distinct_behaviours() {
         coverage.by_verified_behaviours * 10 >= coverage.by_verified_candidates * 9,
         "{coverage:?}"
     );
+    // And the round trips the proposals save on it, each call counted once: at least 90% of
+    // what every verified candidate unfolded (the flood of near-duplicates) would save.
+    assert!(coverage.round_trips_saved_by_verified_candidates > 0);
+    assert!(
+        coverage.round_trips_saved_by_verified_behaviours * 10
+            >= coverage.round_trips_saved_by_verified_candidates * 9,
+        "{coverage:?}"
+    );
 }
 
 /// Traces of an agent that lists a folder and reads every file in it, in order (1 to 4 files),
