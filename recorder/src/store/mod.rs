@@ -252,6 +252,14 @@ pub trait TraceStore: Send {
         Ok(())
     }
 
+    /// Every trace's tool sequence, interned, for the traces `keep` accepts (by id): what
+    /// [`tool_sequences`] returns. The default walks [`TraceStore::for_each_step_tool`]; a store
+    /// that can read its tool column faster (SQLite: one scan of small integer columns, no
+    /// per-step join) overrides it with the same result.
+    fn read_tool_sequences(&self, keep: &dyn Fn(&str) -> bool) -> Result<ToolSequences> {
+        tool_sequences_from_walk(self, keep)
+    }
+
     /// Every trace id, in storage order (the order [`TraceStore::for_each_trace`] visits),
     /// including traces without steps. The default pages through [`TraceStore::list_traces`].
     fn trace_ids(&self) -> Result<Vec<String>> {
@@ -351,10 +359,19 @@ impl ToolSequences {
     }
 }
 
-/// The tool sequences of the store's traces that `keep` accepts (by id), streamed through
-/// [`TraceStore::for_each_step_tool`], so memory holds the interned sequences only.
+/// The tool sequences of the store's traces that `keep` accepts (by id), in storage order
+/// (traces without steps included), tools interned in order of first appearance; memory holds
+/// the interned sequences only ([`TraceStore::read_tool_sequences`]).
 pub fn tool_sequences(
     store: &dyn TraceStore,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<ToolSequences> {
+    store.read_tool_sequences(keep)
+}
+
+/// [`tool_sequences`] streamed through [`TraceStore::for_each_step_tool`].
+fn tool_sequences_from_walk<S: TraceStore + ?Sized>(
+    store: &S,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<ToolSequences> {
     let ids = store.trace_ids()?;

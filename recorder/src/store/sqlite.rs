@@ -27,8 +27,8 @@ use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use crate::store::{
     AppendStats, JsonText, MetadataText, PageRequest, RawSteps, StepColumns, StepTool, StepView,
-    StoreCounts, TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary, keep_positions,
-    merge_trace, timestamp_from_nanos, timestamp_nanos, validate_batch,
+    StoreCounts, ToolSequences, TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary,
+    keep_positions, merge_trace, timestamp_from_nanos, timestamp_nanos, validate_batch,
 };
 
 /// The schema migrations, applied in order; migration `i` brings the store to version `i + 1`.
@@ -1285,6 +1285,112 @@ impl TraceStore for SqliteStore {
         Ok(())
     }
 
+    fn read_tool_sequences(&self, keep: &dyn Fn(&str) -> bool) -> Result<ToolSequences> {
+        // One scan of the steps table in row order, reading integer columns only: no join
+        // and no tool name or trace id per row, and no walk of the (trace_key, step_index)
+        // index with a table lookup per entry. Rows of one trace come in step order as
+        // appends write them; a trace whose rows do not is read again through the index.
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(|e| self.sql_err(e))?;
+        let mut tool_names: HashMap<i64, String> = HashMap::new();
+        {
+            let mut stmt = tx
+                .prepare("SELECT id, name FROM tools")
+                .map_err(|e| self.sql_err(e))?;
+            let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+                let read = || -> rusqlite::Result<(i64, String)> { Ok((row.get(0)?, row.get(1)?)) };
+                let (id, name) = read().map_err(|e| self.sql_err(e))?;
+                tool_names.insert(id, name);
+            }
+        }
+        // Kept traces by key, in storage order.
+        let mut traces: Vec<SequenceRead> = Vec::new();
+        let mut position: HashMap<i64, usize> = HashMap::new();
+        let mut left_out = 0;
+        {
+            let mut stmt = tx
+                .prepare("SELECT id, trace_id FROM traces ORDER BY id")
+                .map_err(|e| self.sql_err(e))?;
+            let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
+            while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+                let key: i64 = row.get(0).map_err(|e| self.sql_err(e))?;
+                let id = row
+                    .get_ref(1)
+                    .and_then(|v| Ok(v.as_str()?))
+                    .map_err(|e| self.sql_err(e))?;
+                if keep(id) {
+                    position.insert(key, traces.len());
+                    traces.push(SequenceRead::new(key, id.to_owned()));
+                } else {
+                    left_out += 1;
+                }
+            }
+        }
+        {
+            let mut stmt = tx
+                .prepare("SELECT trace_key, step_index, tool_id, started_at FROM steps")
+                .map_err(|e| self.sql_err(e))?;
+            let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
+            let mut last: Option<(i64, usize)> = None;
+            while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+                let read = || -> rusqlite::Result<(i64, i64, i64, Option<i64>)> {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                };
+                let (key, step_index, tool, started_at) = read().map_err(|e| self.sql_err(e))?;
+                let at = match last {
+                    Some((last_key, at)) if last_key == key => Some(at),
+                    _ => position.get(&key).copied(),
+                };
+                last = at.map(|at| (key, at));
+                if let Some(at) = at {
+                    traces[at].push(step_index, tool, started_at);
+                }
+            }
+        }
+        for trace in traces.iter_mut().filter(|t| !t.in_order) {
+            trace.reread(&tx).map_err(|e| self.sql_err(e))?;
+        }
+        drop(tx);
+        // Intern in order of first appearance, trace by trace, as the walk does.
+        let mut interned: HashMap<i64, u32> = HashMap::new();
+        let mut out = ToolSequences {
+            left_out,
+            ..ToolSequences::default()
+        };
+        for trace in traces {
+            let mut sequence = Vec::with_capacity(trace.tools.len());
+            for tool in trace.tools {
+                let index = match interned.get(&tool) {
+                    Some(&index) => index,
+                    None => {
+                        let name = tool_names.get(&tool).cloned().ok_or_else(|| {
+                            RecorderError::CorruptStore {
+                                path: self.path.clone(),
+                                message: format!(
+                                    "a step of trace {} names tool id {tool}, which has no row",
+                                    trace.trace_id
+                                ),
+                            }
+                        })?;
+                        let index = out.names.len() as u32;
+                        out.names.push(name);
+                        interned.insert(tool, index);
+                        index
+                    }
+                };
+                sequence.push(index);
+            }
+            out.trace_ids.push(trace.trace_id);
+            out.sequences.push(sequence);
+            out.first_started
+                .push(trace.first_started.map(timestamp_from_nanos));
+        }
+        Ok(out)
+    }
+
     fn trace_ids(&self) -> Result<Vec<String>> {
         let mut stmt = self
             .conn
@@ -1390,6 +1496,61 @@ impl TraceStore for SqliteStore {
             }
         }
         tx.commit().map_err(sql_err)
+    }
+}
+
+/// One trace's tools as [`SqliteStore::read_tool_sequences`] reads them from the steps table.
+struct SequenceRead {
+    key: i64,
+    trace_id: String,
+    /// Tool ids, in the order the rows came.
+    tools: Vec<i64>,
+    /// Start time of the first timed step (in row order until re-read).
+    first_started: Option<i64>,
+    last_index: Option<i64>,
+    /// False when a row came with a step index not above the one before.
+    in_order: bool,
+}
+
+impl SequenceRead {
+    fn new(key: i64, trace_id: String) -> Self {
+        Self {
+            key,
+            trace_id,
+            tools: Vec::new(),
+            first_started: None,
+            last_index: None,
+            in_order: true,
+        }
+    }
+
+    fn push(&mut self, step_index: i64, tool: i64, started_at: Option<i64>) {
+        if self.last_index.is_some_and(|last| step_index <= last) {
+            self.in_order = false;
+        }
+        self.last_index = Some(step_index);
+        self.tools.push(tool);
+        if self.first_started.is_none() {
+            self.first_started = started_at;
+        }
+    }
+
+    /// Read the trace's tools again in step order, through the (trace_key, step_index) index.
+    fn reread(&mut self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
+        let mut stmt = tx.prepare_cached(
+            "SELECT tool_id, started_at FROM steps WHERE trace_key = ?1 ORDER BY step_index",
+        )?;
+        let mut rows = stmt.query([self.key])?;
+        self.tools.clear();
+        self.first_started = None;
+        while let Some(row) = rows.next()? {
+            self.tools.push(row.get(0)?);
+            if self.first_started.is_none() {
+                self.first_started = row.get(1)?;
+            }
+        }
+        self.in_order = true;
+        Ok(())
     }
 }
 

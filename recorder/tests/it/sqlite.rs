@@ -354,7 +354,12 @@ pub mod suite {
     pub fn get_and_stream_in_order(open: Opener) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = open(dir.path());
-        let (traces, steps) = fixture();
+        let (traces, mut steps) = fixture();
+        // Start times on the later steps of c-fourth only, so its first timed step is not its
+        // first row in storage order.
+        for (minute, step) in steps[6..9].iter_mut().enumerate() {
+            step.started_at = Some(at(2026, 2, 1, 0, minute as u32, 0));
+        }
         // Steps arrive out of order and over several batches; reads put them in step order.
         let mut reversed = steps.clone();
         reversed.reverse();
@@ -434,6 +439,46 @@ pub mod suite {
             .map(|s| (s.trace_id.clone(), s.tool_name.clone(), s.started_at))
             .collect();
         assert_eq!(walked, want);
+
+        // The interned sequences (the steps arrived reversed, so a store that reads its rows
+        // in storage order must put them back in step order): every trace in storage order,
+        // traces without steps too, tools interned by first appearance, first start times;
+        // traces `keep` rejects only counted.
+        let sequences =
+            chainweaver_recorder::store::tool_sequences(store.as_ref(), &|id| id != "a-second")
+                .unwrap();
+        assert_eq!(sequences.trace_ids, ["b-first", "d-third", "c-fourth"]);
+        assert_eq!(sequences.left_out, 1);
+        let mut names: Vec<String> = Vec::new();
+        let mut expected: Vec<Vec<u32>> = Vec::new();
+        for trace in seen.iter().filter(|t| t.trace.trace_id != "a-second") {
+            expected.push(
+                trace
+                    .steps
+                    .iter()
+                    .map(|s| match names.iter().position(|n| *n == s.tool_name) {
+                        Some(at) => at as u32,
+                        None => {
+                            names.push(s.tool_name.clone());
+                            names.len() as u32 - 1
+                        }
+                    })
+                    .collect(),
+            );
+        }
+        assert_eq!(sequences.names, names);
+        assert_eq!(sequences.sequences, expected);
+        let first_started: Vec<Option<Timestamp>> = seen
+            .iter()
+            .filter(|t| t.trace.trace_id != "a-second")
+            .map(|t| t.steps.iter().find_map(|s| s.started_at))
+            .collect();
+        assert_eq!(sequences.first_started, first_started);
+        assert_eq!(
+            sequences.first_started[2],
+            Some(at(2026, 2, 1, 0, 0, 0)),
+            "c-fourth starts at its step 1"
+        );
 
         // A visitor error stops the walk and comes back.
         let mut visited = 0;
