@@ -58,6 +58,16 @@ pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
     if args.mine.emit_sql {
         return super::mine::emit_sql(&args.mine, global);
     }
+    if args.mine.count_only {
+        return Err(super::Failure {
+            code: exit::USAGE,
+            message:
+                "`analyze` proposes and verifies candidates; --count-only only counts patterns"
+                    .into(),
+            hint: Some("count the frequent patterns with `chainweaver mine --count-only`".into()),
+        }
+        .into());
+    }
     if args.mine.engine != super::mine::Engine::InProcess {
         return Err(super::Failure {
             code: exit::USAGE,

@@ -189,6 +189,18 @@ fn errors_say_what_and_hint_how() {
         "{}",
         stderr(&output)
     );
+
+    // `analyze` builds and verifies candidates: a flag that only counts is refused, not
+    // ignored, and no store is made.
+    let fresh = tempfile::tempdir().unwrap();
+    let output = chainweaver(fresh.path(), &["analyze", "--count-only", "missing.json"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("mine --count-only"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!fresh.path().join("chainweaver.db").exists());
 }
 
 #[test]
