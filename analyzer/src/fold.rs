@@ -652,6 +652,24 @@ mod tests {
         out
     }
 
+    /// `a -> each b -> c`.
+    fn a_each_b_c() -> Vec<ShapeStep> {
+        vec![
+            ShapeStep {
+                tools: tools("a"),
+                repeated: false,
+            },
+            ShapeStep {
+                tools: tools("b"),
+                repeated: true,
+            },
+            ShapeStep {
+                tools: tools("c"),
+                repeated: false,
+            },
+        ]
+    }
+
     fn covered(runs: &TraceRuns<'_>, shapes: &[&[ShapeStep]]) -> (usize, usize) {
         let covered = runs.coverage(shapes);
         (covered.covered, covered.calls)
@@ -789,20 +807,7 @@ mod tests {
     #[test]
     fn gapped_occurrences_skip_other_calls_but_not_more_than_the_gap() {
         let sequences = sequences(&["a x b b y b c", "a x y b c"]);
-        let shape = vec![
-            ShapeStep {
-                tools: tools("a"),
-                repeated: false,
-            },
-            ShapeStep {
-                tools: tools("b"),
-                repeated: true,
-            },
-            ShapeStep {
-                tools: tools("c"),
-                repeated: false,
-            },
-        ];
+        let shape = a_each_b_c();
         let runs = TraceRuns::with_gap(&sequences, 1);
         assert_eq!(runs.traces_with(&shape), 1);
         // a, b, b, b, c of the first trace; x and y sit in gaps.
@@ -841,20 +846,7 @@ mod tests {
         let runs = TraceRuns::new(&sequences);
         // `a b c` as single calls: only the second trace; `a each b c`: both.
         assert_eq!(runs.traces_with(&exact_shape(&tools("a b c"))), 1);
-        let looped = vec![
-            ShapeStep {
-                tools: tools("a"),
-                repeated: false,
-            },
-            ShapeStep {
-                tools: tools("b"),
-                repeated: true,
-            },
-            ShapeStep {
-                tools: tools("c"),
-                repeated: false,
-            },
-        ];
+        let looped = a_each_b_c();
         assert_eq!(runs.traces_with(&looped), 2);
         // Covered calls: 4 + 3 of 9.
         assert_eq!(covered(&runs, &[&looped]), (7, 9));
@@ -868,20 +860,7 @@ mod tests {
         let traces = ["a b b c", "a b c", "b b", "x a b c"];
         let sequences = sequences(&traces);
         let runs = TraceRuns::new(&sequences);
-        let looped = vec![
-            ShapeStep {
-                tools: tools("a"),
-                repeated: false,
-            },
-            ShapeStep {
-                tools: tools("b"),
-                repeated: true,
-            },
-            ShapeStep {
-                tools: tools("c"),
-                repeated: false,
-            },
-        ];
+        let looped = a_each_b_c();
         let pair = exact_shape(&tools("a b"));
         let lead = exact_shape(&tools("x a"));
         // `a b` alone: one saving in each of the three traces that hold it.
