@@ -48,9 +48,10 @@ fn reviewing_commands_print_stable_text_and_json() {
     let sample = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("datasets/sample/support-agent.jsonl");
     run(d, &["-q", "import", sample.to_str().unwrap()]);
+    let analyze_text = run(d, &["-q", "analyze"]);
     settings(d).bind(|| {
         // `analyze` with no paths analyzes the store as it is.
-        insta::assert_snapshot!("analyze_text", run(d, &["-q", "analyze"]));
+        insta::assert_snapshot!("analyze_text", analyze_text.as_str());
         insta::assert_snapshot!("candidates_list_text", run(d, &["candidates", "list"]));
         insta::assert_snapshot!("candidates_show_text", run(d, &["candidates", "show", "1"]));
         insta::assert_snapshot!("verdicts_list_text", run(d, &["verdicts", "list"]));
@@ -82,6 +83,21 @@ fn reviewing_commands_print_stable_text_and_json() {
         analyzed["mine"]["mining_time"].is_f64(),
         "{}",
         analyzed["mine"]
+    );
+    // Coverage comes under its documented names, with the figures the text reports.
+    let coverage = &analyzed["coverage"];
+    let saved = |field: &str| {
+        coverage[field]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{field}: {coverage}"))
+    };
+    let behaviours = saved("round_trips_saved_by_verified_behaviours");
+    let candidates = saved("round_trips_saved_by_verified_candidates");
+    assert!(behaviours > 0, "{coverage}");
+    assert!(
+        analyze_text.contains(&format!("save {behaviours} model round trips"))
+            && analyze_text.contains(&format!(", {candidates})")),
+        "{coverage}\n{analyze_text}"
     );
     let listed: serde_json::Value =
         serde_json::from_str(&run(d, &["--format", "json", "candidates", "list"])).unwrap();
