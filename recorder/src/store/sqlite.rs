@@ -6,7 +6,8 @@
 //!   `step_duration_ms`) so listings sort and filter without scanning steps.
 //! - `tools`: interned tool names; steps refer to them by id.
 //! - `steps`: one row per step, keyed by `(trace_key, step_index)`, with inputs, outputs and
-//!   metadata as exact JSON text.
+//!   metadata as exact JSON text. The index `steps_sequence` (version 2) holds each step's
+//!   tool and start time in step order, which is all mining reads of the table.
 //! - `documents`: JSON documents by `(kind, key)`.
 //! - `step_rows`: a view joining steps with their trace id and tool name, for ad-hoc SQL.
 //!
@@ -95,6 +96,11 @@ SELECT t.trace_id, s.step_index, s.call_id, tools.name AS tool_name, s.inputs, s
 FROM steps s
 JOIN traces t ON t.id = s.trace_key
 JOIN tools ON tools.id = s.tool_id;
+"#,
+    // Version 2: every step's tool and start time in step order, in an index alone, so mining
+    // reads tool sequences without reading the steps table's rows and their payloads.
+    r#"
+CREATE INDEX steps_sequence ON steps (trace_key, step_index, tool_id, started_at);
 "#,
 ];
 
@@ -1286,10 +1292,9 @@ impl TraceStore for SqliteStore {
     }
 
     fn read_tool_sequences(&self, keep: &dyn Fn(&str) -> bool) -> Result<ToolSequences> {
-        // One scan of the steps table in row order, reading integer columns only: no join
-        // and no tool name or trace id per row, and no walk of the (trace_key, step_index)
-        // index with a table lookup per entry. Rows of one trace come in step order as
-        // appends write them; a trace whose rows do not is read again through the index.
+        // Tool ids and start times from the `steps_sequence` index alone, in (trace key, step
+        // index) order: no table row (payload) is read, no join or tool name or trace id per
+        // row.
         let tx = self
             .conn
             .unchecked_transaction()
@@ -1323,7 +1328,7 @@ impl TraceStore for SqliteStore {
                     .map_err(|e| self.sql_err(e))?;
                 if keep(id) {
                     position.insert(key, traces.len());
-                    traces.push(SequenceRead::new(key, id.to_owned()));
+                    traces.push(SequenceRead::new(id.to_owned()));
                 } else {
                     left_out += 1;
                 }
@@ -1331,27 +1336,27 @@ impl TraceStore for SqliteStore {
         }
         {
             let mut stmt = tx
-                .prepare("SELECT trace_key, step_index, tool_id, started_at FROM steps")
+                .prepare(
+                    "SELECT trace_key, tool_id, started_at FROM steps INDEXED BY steps_sequence \
+                     ORDER BY trace_key, step_index",
+                )
                 .map_err(|e| self.sql_err(e))?;
             let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
-            let mut last: Option<(i64, usize)> = None;
+            let mut last: Option<(i64, Option<usize>)> = None;
             while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-                let read = || -> rusqlite::Result<(i64, i64, i64, Option<i64>)> {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+                let read = || -> rusqlite::Result<(i64, i64, Option<i64>)> {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 };
-                let (key, step_index, tool, started_at) = read().map_err(|e| self.sql_err(e))?;
+                let (key, tool, started_at) = read().map_err(|e| self.sql_err(e))?;
                 let at = match last {
-                    Some((last_key, at)) if last_key == key => Some(at),
+                    Some((last_key, at)) if last_key == key => at,
                     _ => position.get(&key).copied(),
                 };
-                last = at.map(|at| (key, at));
+                last = Some((key, at));
                 if let Some(at) = at {
-                    traces[at].push(step_index, tool, started_at);
+                    traces[at].push(tool, started_at);
                 }
             }
-        }
-        for trace in traces.iter_mut().filter(|t| !t.in_order) {
-            trace.reread(&tx).map_err(|e| self.sql_err(e))?;
         }
         drop(tx);
         // Intern in order of first appearance, trace by trace, as the walk does.
@@ -1499,58 +1504,28 @@ impl TraceStore for SqliteStore {
     }
 }
 
-/// One trace's tools as [`SqliteStore::read_tool_sequences`] reads them from the steps table.
+/// One trace's tools as [`SqliteStore::read_tool_sequences`] reads them, in step order.
 struct SequenceRead {
-    key: i64,
     trace_id: String,
-    /// Tool ids, in the order the rows came.
     tools: Vec<i64>,
-    /// Start time of the first timed step (in row order until re-read).
+    /// Start time of the first timed step.
     first_started: Option<i64>,
-    last_index: Option<i64>,
-    /// False when a row came with a step index not above the one before.
-    in_order: bool,
 }
 
 impl SequenceRead {
-    fn new(key: i64, trace_id: String) -> Self {
+    fn new(trace_id: String) -> Self {
         Self {
-            key,
             trace_id,
             tools: Vec::new(),
             first_started: None,
-            last_index: None,
-            in_order: true,
         }
     }
 
-    fn push(&mut self, step_index: i64, tool: i64, started_at: Option<i64>) {
-        if self.last_index.is_some_and(|last| step_index <= last) {
-            self.in_order = false;
-        }
-        self.last_index = Some(step_index);
+    fn push(&mut self, tool: i64, started_at: Option<i64>) {
         self.tools.push(tool);
         if self.first_started.is_none() {
             self.first_started = started_at;
         }
-    }
-
-    /// Read the trace's tools again in step order, through the (trace_key, step_index) index.
-    fn reread(&mut self, tx: &Transaction<'_>) -> rusqlite::Result<()> {
-        let mut stmt = tx.prepare_cached(
-            "SELECT tool_id, started_at FROM steps WHERE trace_key = ?1 ORDER BY step_index",
-        )?;
-        let mut rows = stmt.query([self.key])?;
-        self.tools.clear();
-        self.first_started = None;
-        while let Some(row) = rows.next()? {
-            self.tools.push(row.get(0)?);
-            if self.first_started.is_none() {
-                self.first_started = row.get(1)?;
-            }
-        }
-        self.in_order = true;
-        Ok(())
     }
 }
 

@@ -891,7 +891,7 @@ fn a_bulk_load_into_an_empty_store_builds_the_indexes_at_its_end() {
     let fresh = dir.path().join("fresh.db");
     drop(SqliteStore::open(&fresh).unwrap());
     let all_indexes = index_names(&fresh);
-    assert_eq!(all_indexes.len(), 6, "{all_indexes:?}");
+    assert_eq!(all_indexes.len(), 7, "{all_indexes:?}");
 
     let (traces, steps) = suite::fixture();
     let path = dir.path().join("bulk.db");
@@ -946,11 +946,11 @@ fn a_bulk_load_cut_short_leaves_complete_data_and_open_restores_the_indexes() {
     assert!(matches!(err, RecorderError::InvalidStep { .. }), "{err}");
     // The process dies here: no `end_bulk_load`.
     drop(store);
-    assert_eq!(index_names(&path).len(), 4);
+    assert_eq!(index_names(&path).len(), 5);
     let store = SqliteStore::open(&path).unwrap();
     assert_eq!(
         index_names(&path).len(),
-        6,
+        7,
         "open creates the missing indexes"
     );
     let counts = store.counts().unwrap();
@@ -1041,6 +1041,32 @@ fn older_schema_is_migrated() {
     let store = SqliteStore::open(&path).unwrap();
     assert!(store.schema_version().unwrap() >= 1);
     assert_eq!(store.counts().unwrap().traces, 0);
+}
+
+#[test]
+fn a_version_1_store_gains_the_sequence_index_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let (traces, steps) = suite::fixture();
+    let before = {
+        let mut store = SqliteStore::open(&path).unwrap();
+        store.append(&traces, &steps).unwrap();
+        chainweaver_recorder::store::tool_sequences(&store, &|_| true).unwrap()
+    };
+    // What version 1 wrote: no sequence index.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("DROP INDEX steps_sequence; PRAGMA user_version = 1;")
+            .unwrap();
+    }
+    assert!(!index_names(&path).contains(&"steps_sequence".to_string()));
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), 2);
+    assert!(index_names(&path).contains(&"steps_sequence".to_string()));
+    assert_eq!(store.counts().unwrap().steps, 9);
+    let after = chainweaver_recorder::store::tool_sequences(&store, &|_| true).unwrap();
+    assert_eq!(after, before);
+    assert_eq!(after.sequences.iter().map(Vec::len).sum::<usize>(), 9);
 }
 
 #[test]
