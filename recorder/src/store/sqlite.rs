@@ -1312,9 +1312,8 @@ impl TraceStore for SqliteStore {
             }
         }
         // Kept traces by key, in storage order.
-        let mut traces: Vec<SequenceRead> = Vec::new();
+        let mut out = ToolSequences::default();
         let mut position: HashMap<i64, usize> = HashMap::new();
-        let mut left_out = 0;
         {
             let mut stmt = tx
                 .prepare("SELECT id, trace_id FROM traces ORDER BY id")
@@ -1327,10 +1326,12 @@ impl TraceStore for SqliteStore {
                     .and_then(|v| Ok(v.as_str()?))
                     .map_err(|e| self.sql_err(e))?;
                 if keep(id) {
-                    position.insert(key, traces.len());
-                    traces.push(SequenceRead::new(id.to_owned()));
+                    position.insert(key, out.trace_ids.len());
+                    out.trace_ids.push(id.to_owned());
+                    out.sequences.push(Vec::new());
+                    out.first_started.push(None);
                 } else {
-                    left_out += 1;
+                    out.left_out += 1;
                 }
             }
         }
@@ -1343,6 +1344,9 @@ impl TraceStore for SqliteStore {
                 .map_err(|e| self.sql_err(e))?;
             let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
             let mut last: Option<(i64, Option<usize>)> = None;
+            // Rows come trace by trace in storage order, so tools are interned in order of
+            // first appearance, as the walk does.
+            let mut interned: HashMap<i64, u32> = HashMap::new();
             while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
                 let read = || -> rusqlite::Result<(i64, i64, Option<i64>)> {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
@@ -1353,30 +1357,16 @@ impl TraceStore for SqliteStore {
                     _ => position.get(&key).copied(),
                 };
                 last = Some((key, at));
-                if let Some(at) = at {
-                    traces[at].push(tool, started_at);
-                }
-            }
-        }
-        drop(tx);
-        // Intern in order of first appearance, trace by trace, as the walk does.
-        let mut interned: HashMap<i64, u32> = HashMap::new();
-        let mut out = ToolSequences {
-            left_out,
-            ..ToolSequences::default()
-        };
-        for trace in traces {
-            let mut sequence = Vec::with_capacity(trace.tools.len());
-            for tool in trace.tools {
+                let Some(at) = at else { continue };
                 let index = match interned.get(&tool) {
                     Some(&index) => index,
                     None => {
-                        let name = tool_names.get(&tool).cloned().ok_or_else(|| {
+                        let name = tool_names.remove(&tool).ok_or_else(|| {
                             RecorderError::CorruptStore {
                                 path: self.path.clone(),
                                 message: format!(
                                     "a step of trace {} names tool id {tool}, which has no row",
-                                    trace.trace_id
+                                    out.trace_ids[at]
                                 ),
                             }
                         })?;
@@ -1386,12 +1376,11 @@ impl TraceStore for SqliteStore {
                         index
                     }
                 };
-                sequence.push(index);
+                out.sequences[at].push(index);
+                if out.first_started[at].is_none() {
+                    out.first_started[at] = started_at.map(timestamp_from_nanos);
+                }
             }
-            out.trace_ids.push(trace.trace_id);
-            out.sequences.push(sequence);
-            out.first_started
-                .push(trace.first_started.map(timestamp_from_nanos));
         }
         Ok(out)
     }
@@ -1501,31 +1490,6 @@ impl TraceStore for SqliteStore {
             }
         }
         tx.commit().map_err(sql_err)
-    }
-}
-
-/// One trace's tools as [`SqliteStore::read_tool_sequences`] reads them, in step order.
-struct SequenceRead {
-    trace_id: String,
-    tools: Vec<i64>,
-    /// Start time of the first timed step.
-    first_started: Option<i64>,
-}
-
-impl SequenceRead {
-    fn new(trace_id: String) -> Self {
-        Self {
-            trace_id,
-            tools: Vec::new(),
-            first_started: None,
-        }
-    }
-
-    fn push(&mut self, tool: i64, started_at: Option<i64>) {
-        self.tools.push(tool);
-        if self.first_started.is_none() {
-            self.first_started = started_at;
-        }
     }
 }
 
