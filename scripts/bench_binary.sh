@@ -40,7 +40,9 @@ for steps in $sizes; do
     traces=$((steps * 100 / 737))
     jsonl="$data/synth-$steps.jsonl"
     if [ ! -f "$jsonl" ]; then
-        "$bin" -q datasets generate --traces "$traces" --seed 1 --jsonl "$jsonl" >/dev/null
+        # The ground truth goes beside the data, not into the working directory.
+        "$bin" -q datasets generate --traces "$traces" --seed 1 --jsonl "$jsonl" \
+            --truth "$data/truth-$steps.json" >/dev/null
     fi
     for backend in $backends; do
         store="$data/synth-$steps.$backend"

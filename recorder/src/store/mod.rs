@@ -254,8 +254,8 @@ pub trait TraceStore: Send {
 
     /// Every trace's tool sequence, interned, for the traces `keep` accepts (by id): what
     /// [`tool_sequences`] returns. The default walks [`TraceStore::for_each_step_tool`]; a store
-    /// that can read its tool column faster (SQLite: one scan of small integer columns, no
-    /// per-step join) overrides it with the same result.
+    /// that can read its tool column faster (SQLite: one index holding every step's tool and
+    /// start in step order, no per-step join) overrides it with the same result.
     fn read_tool_sequences(&self, keep: &dyn Fn(&str) -> bool) -> Result<ToolSequences> {
         tool_sequences_from_walk(self, keep)
     }

@@ -1299,18 +1299,13 @@ impl TraceStore for SqliteStore {
             .conn
             .unchecked_transaction()
             .map_err(|e| self.sql_err(e))?;
-        let mut tool_names: HashMap<i64, String> = HashMap::new();
-        {
-            let mut stmt = tx
-                .prepare("SELECT id, name FROM tools")
-                .map_err(|e| self.sql_err(e))?;
-            let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
-            while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-                let read = || -> rusqlite::Result<(i64, String)> { Ok((row.get(0)?, row.get(1)?)) };
-                let (id, name) = read().map_err(|e| self.sql_err(e))?;
-                tool_names.insert(id, name);
-            }
-        }
+        let mut tool_names: HashMap<i64, String> = tx
+            .prepare("SELECT id, name FROM tools")
+            .and_then(|mut stmt| {
+                stmt.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+                    .collect()
+            })
+            .map_err(|e| self.sql_err(e))?;
         // Kept traces by key, in storage order.
         let mut out = ToolSequences::default();
         let mut position: HashMap<i64, usize> = HashMap::new();
