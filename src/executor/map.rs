@@ -214,10 +214,18 @@ impl FlowExecutor {
             // One at a time: a plain loop, without the stream machinery per element, and
             // without a future per call when the tool runs inline.
             let inline = Self::calls_inline(plan, index, offload);
+            // As for back-to-back steps: one iteration's end is the next one's start, unless
+            // a checkpoint is saved or an event sent between them.
+            let chain = inline && run.events.is_none() && self.checkpoints.is_none();
+            let mut previous_end = None;
             for (element_index, element) in pending {
                 let scoped = scope(context, for_each, element);
                 let call = if inline {
-                    self.call_step_inline(plan, run, index, Some(element_index), scoped)
+                    let start = previous_end.take();
+                    let call =
+                        self.call_step_inline(plan, run, index, Some(element_index), scoped, start);
+                    previous_end = chain.then_some(call.ended);
+                    call
                 } else {
                     Box::pin(self.call_step(plan, run, index, Some(element_index), scoped, offload))
                         .await

@@ -102,9 +102,16 @@ pub fn default_trace_id(_flow: &str, started_at: Timestamp) -> String {
     // Written digit by digit: `format!` costs more than a short flow's step.
     let mut id = String::with_capacity(32);
     push_hex(&mut id, nanos, 16);
-    push_hex(&mut id, u64::from(std::process::id()), 8);
+    push_hex(&mut id, u64::from(process_id()), 8);
     push_hex(&mut id, count & 0xffff_ffff, 8);
     id
+}
+
+/// This process's id, asked once: `getpid` is a system call each time, about a tenth of a
+/// short flow's step.
+fn process_id() -> u32 {
+    static ID: OnceLock<u32> = OnceLock::new();
+    *ID.get_or_init(std::process::id)
 }
 
 /// The low `digits` hex digits of `value`, zero-padded (`{:0digits$x}` for a value that fits).
@@ -184,11 +191,37 @@ impl Merge {
 /// One tool call's result (a step, or one iteration of a map step).
 struct CallOutcome {
     record: StepRecord,
+    /// When the call ended, on both clocks: the next call of a sequence that starts right
+    /// after it can start from this reading instead of taking its own.
+    ended: ClockReading,
     /// What the call contributes: the step's merge, or an iteration's mapped output (always a
     /// [`Merge::Object`]; `None` when fatal, empty for a failure `on_error: skip` let through).
     merge: Option<Merge>,
     fatal: bool,
 }
+
+/// A call's outcome besides its record, which [`FlowExecutor::finish_call`] settles in place
+/// (on the hot path the record already sits in the run's log, and is not moved again).
+struct Settled {
+    ended: ClockReading,
+    merge: Option<Merge>,
+    fatal: bool,
+}
+
+impl Settled {
+    /// The [`CallOutcome`] of this and the call's record.
+    fn with(self, record: StepRecord) -> CallOutcome {
+        CallOutcome {
+            record,
+            ended: self.ended,
+            merge: self.merge,
+            fatal: self.fatal,
+        }
+    }
+}
+
+/// One reading of the clocks: the monotonic instant and the wall-clock time it stands for.
+type ClockReading = (Instant, Timestamp);
 
 /// Mutable progress shared by the steps of a level.
 struct Progress {
@@ -647,7 +680,14 @@ impl FlowExecutor {
         records: &mut Vec<StepRecord>,
     ) -> bool {
         let mut failed = false;
+        // Back-to-back inline steps share a clock reading: one step's end is the next one's
+        // start (the merge between them is counted in the next step), which halves the clock
+        // reads of the hot path. Not when a checkpoint is saved or an event is sent between
+        // them: that time is not the step's.
+        let chain = run.events.is_none() && self.checkpoints.is_none();
+        let mut previous_end: Option<ClockReading> = None;
         for level in plan.levels.iter() {
+            let start = previous_end.take();
             let offload = level.iter().filter(|i| !done.contains(i)).count() > 1;
             if offload {
                 let shared: &JsonObject = context;
@@ -669,7 +709,10 @@ impl FlowExecutor {
                 if plan.steps[index].0.for_each.is_none() && Self::calls_inline(plan, index, false)
                 {
                     // The hot path: no future, and the record goes straight into the log.
-                    failed |= self.run_inline_step(plan, run, progress, index, context, records);
+                    let (fatal, ended) =
+                        self.run_inline_step(plan, run, progress, index, context, records, start);
+                    failed |= fatal;
+                    previous_end = chain.then_some(ended);
                 } else {
                     let outcome = self
                         .run_step(plan, run, progress, index, context, false)
@@ -746,6 +789,9 @@ impl FlowExecutor {
 
     /// Run an ordinary step whose calls run inline, as [`FlowExecutor::run_step`],
     /// [`FlowExecutor::save_progress`] and [`absorb`] would; true when it was fatal.
+    /// `start`: the reading the call starts from (the previous step's end), if any. Returns
+    /// whether the step failed fatally, and when it ended.
+    #[allow(clippy::too_many_arguments)]
     fn run_inline_step(
         &self,
         plan: &RunPlan<'_>,
@@ -754,14 +800,22 @@ impl FlowExecutor {
         index: usize,
         context: &mut JsonObject,
         log: &mut Vec<StepRecord>,
-    ) -> bool {
-        let CallOutcome {
-            record,
-            merge,
-            fatal,
-        } = self.call_step_inline(plan, run, index, None, StepContext::Context(context));
+        start: Option<ClockReading>,
+    ) -> (bool, ClockReading) {
+        let (call, record, input) =
+            self.start_call(plan, run, index, None, StepContext::Context(context), start);
         let first = log.len();
         log.push(record);
+        let Settled {
+            ended,
+            merge,
+            fatal,
+        } = {
+            // The record is settled where it will stay, in the log.
+            let record = &mut log[first];
+            let result = self.call_tools_inline(plan, index, input, call.check_input, record);
+            self.finish_call(plan, run, index, None, call, result, record)
+        };
         let records = &log[first..];
         self.save_step(plan, run, progress, index, records, merge.as_ref(), fatal);
         match merge {
@@ -773,7 +827,7 @@ impl FlowExecutor {
             }
             None => {}
         }
-        fatal
+        (fatal, ended)
     }
 
     /// Run one step: one call, or a map step's iterations.
@@ -835,7 +889,7 @@ impl FlowExecutor {
         offload: bool,
     ) -> CallOutcome {
         if Self::calls_inline(plan, index, offload) {
-            self.call_step_inline(plan, run, index, iteration, context)
+            self.call_step_inline(plan, run, index, iteration, context, None)
         } else {
             Box::pin(self.call_step(plan, run, index, iteration, context, offload)).await
         }
@@ -853,7 +907,7 @@ impl FlowExecutor {
         context: StepContext<'_>,
         offload: bool,
     ) -> CallOutcome {
-        let (mut call, input) = self.start_call(plan, run, index, iteration, context);
+        let (call, mut record, input) = self.start_call(plan, run, index, iteration, context, None);
         let (step, _) = &plan.steps[index];
         let (tool, fallback) = plan.tools[index];
         let result = match input {
@@ -862,31 +916,26 @@ impl FlowExecutor {
                 // The fallback gets the same resolved input; copy it only when there is one.
                 let fallback_input = fallback.map(|_| input.clone());
                 let mut result = self
-                    .call_with_retries(
-                        tool,
-                        step,
-                        input,
-                        offload,
-                        call.check_input,
-                        &mut call.record,
-                    )
+                    .call_with_retries(tool, step, input, offload, call.check_input, &mut record)
                     .await;
                 if result.is_err()
                     && let (Some(fallback), Some(input)) = (fallback, fallback_input)
                 {
-                    call.record.fallback_used = true;
-                    call.record.fallback_tool_name = Some(fallback.name().to_string());
+                    record.fallback_used = true;
+                    record.fallback_tool_name = Some(fallback.name().to_string());
                     result = self
-                        .call_cached(fallback, input, offload, true, &mut call.record)
+                        .call_cached(fallback, input, offload, true, &mut record)
                         .await;
                 }
                 result
             }
         };
-        self.finish_call(plan, run, index, iteration, call, result)
+        let settled = self.finish_call(plan, run, index, iteration, call, result, &mut record);
+        settled.with(record)
     }
 
-    /// [`FlowExecutor::call_step`] for calls that [`FlowExecutor::calls_inline`].
+    /// [`FlowExecutor::call_step`] for calls that [`FlowExecutor::calls_inline`]. `start`: the
+    /// clock reading the call starts from when it follows another call directly.
     fn call_step_inline(
         &self,
         plan: &RunPlan<'_>,
@@ -894,29 +943,42 @@ impl FlowExecutor {
         index: usize,
         iteration: Option<usize>,
         context: StepContext<'_>,
+        start: Option<ClockReading>,
     ) -> CallOutcome {
-        let (mut call, input) = self.start_call(plan, run, index, iteration, context);
-        let (tool, fallback) = plan.tools[index];
-        let result = match input {
-            Err(err) => Err(err),
-            Ok(input) => {
-                let fallback_input = fallback.map(|_| input.clone());
-                let mut result =
-                    self.call_cached_inline(tool, input, call.check_input, &mut call.record);
-                if result.is_err()
-                    && let (Some(fallback), Some(input)) = (fallback, fallback_input)
-                {
-                    call.record.fallback_used = true;
-                    call.record.fallback_tool_name = Some(fallback.name().to_string());
-                    result = self.call_cached_inline(fallback, input, true, &mut call.record);
-                }
-                result
-            }
-        };
-        self.finish_call(plan, run, index, iteration, call, result)
+        let (call, mut record, input) =
+            self.start_call(plan, run, index, iteration, context, start);
+        let result = self.call_tools_inline(plan, index, input, call.check_input, &mut record);
+        let settled = self.finish_call(plan, run, index, iteration, call, result, &mut record);
+        settled.with(record)
     }
 
-    /// Announce a call, start its record and build its input (recorded, redacted).
+    /// The inline call of a step's tool on `input` (its fallback's after a failure), recorded
+    /// in `record`.
+    #[inline(always)]
+    fn call_tools_inline(
+        &self,
+        plan: &RunPlan<'_>,
+        index: usize,
+        input: Result<JsonObject>,
+        check_input: bool,
+        record: &mut StepRecord,
+    ) -> Result<JsonObject> {
+        let (tool, fallback) = plan.tools[index];
+        let input = input?;
+        let fallback_input = fallback.map(|_| input.clone());
+        let mut result = self.call_cached_inline(tool, input, check_input, record);
+        if result.is_err()
+            && let (Some(fallback), Some(input)) = (fallback, fallback_input)
+        {
+            record.fallback_used = true;
+            record.fallback_tool_name = Some(fallback.name().to_string());
+            result = self.call_cached_inline(fallback, input, true, record);
+        }
+        result
+    }
+
+    /// Announce a call, start its record and build its input (recorded, redacted). `start`:
+    /// the clock reading to start from; `None` reads the clocks.
     #[inline(always)]
     fn start_call(
         &self,
@@ -925,7 +987,8 @@ impl FlowExecutor {
         index: usize,
         iteration: Option<usize>,
         context: StepContext<'_>,
-    ) -> (StartedCall, Result<JsonObject>) {
+        start: Option<ClockReading>,
+    ) -> (StartedCall, StepRecord, Result<JsonObject>) {
         let (step, step_id) = &plan.steps[index];
         let step: &FlowStep = step;
         let (tool, _) = plan.tools[index];
@@ -936,29 +999,26 @@ impl FlowExecutor {
             tool_name: step.tool_name.clone(),
             iteration,
         });
-        let clock = Instant::now();
-        let mut record = new_record(
-            index,
-            *step_id,
-            &step.tool_name,
-            iteration,
-            run.wall_time(clock),
-        );
+        let (clock, started_at) = start.unwrap_or_else(|| {
+            let clock = Instant::now();
+            (clock, run.wall_time(clock))
+        });
+        let mut record = new_record(index, *step_id, &step.tool_name, iteration, started_at);
         let input = build_input_from(step, index, context, tool.input_schema());
         if let Ok(input) = &input {
             record.inputs = run.secrets.redact_input(step, input);
         }
         let call = StartedCall {
-            record,
             clock,
             // An iteration reads its element, which nothing proves.
             check_input: iteration.is_some() || !plan.proven.get(index).copied().unwrap_or(false),
         };
-        (call, input)
+        (call, record, input)
     }
 
-    /// Settle a call's record and contribution from its result.
+    /// Settle a call's `record` and contribution from its result.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn finish_call(
         &self,
         plan: &RunPlan<'_>,
@@ -967,14 +1027,13 @@ impl FlowExecutor {
         iteration: Option<usize>,
         call: StartedCall,
         result: Result<JsonObject>,
-    ) -> CallOutcome {
+        record: &mut StepRecord,
+    ) -> Settled {
         let (step, _) = &plan.steps[index];
         let step: &FlowStep = step;
         let secrets = &run.secrets;
         let skip = step.on_error == OnError::Skip;
-        let StartedCall {
-            mut record, clock, ..
-        } = call;
+        let clock = call.clock;
         let (merge, error) = match result {
             // A step's outputs kept as they are: the context copies them from the record later.
             Ok(outputs) if iteration.is_none() && secrets.is_empty() => {
@@ -1015,8 +1074,8 @@ impl FlowExecutor {
             trace_id: run.trace_id.clone(),
             record: Box::new(record.clone()),
         });
-        CallOutcome {
-            record,
+        Settled {
+            ended: (end, record.ended_at),
             merge: if error.is_none() {
                 merge
             } else {
@@ -1137,7 +1196,6 @@ fn retry_settings(step: &FlowStep) -> (u32, f64, f64) {
 
 /// A call between [`FlowExecutor::start_call`] and [`FlowExecutor::finish_call`].
 struct StartedCall {
-    record: StepRecord,
     clock: Instant,
     check_input: bool,
 }
@@ -1578,6 +1636,46 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn back_to_back_calls_share_a_clock_reading() {
+        let mut tools = ToolRegistry::new();
+        tools.register(
+            Tool::sync("nap", |input| {
+                std::thread::sleep(Duration::from_millis(2));
+                Ok(Value::Object(input))
+            })
+            .build()
+            .unwrap_or_else(|err| panic!("{err}")),
+        );
+        let executor = FlowExecutor::new(tools);
+        let flow = FlowDefinition::from_value(serde_json::json!({
+            "name": "naps",
+            "steps": [
+                {"tool_name": "nap"},
+                {"tool_name": "nap"},
+                {"tool_name": "nap", "output_key": "each", "for_each": {"list": "/items"}},
+            ]
+        }))
+        .unwrap_or_else(|err| panic!("{err}"));
+        let input = serde_json::json!({"items": [1, 2, 3]});
+        let input = input.as_object().cloned().unwrap_or_default();
+        let result = executor
+            .execute(&flow, input, &RunOptions::default())
+            .unwrap_or_else(|err| panic!("{err}"));
+        assert!(result.success, "{result:?}");
+        let log = &result.execution_log;
+        assert_eq!(log.len(), 5, "two steps and three iterations");
+        for record in log {
+            // Each call slept 2 ms, so a start taken from the wrong reading shows.
+            assert!(record.ended_at - record.started_at >= chrono::TimeDelta::milliseconds(2));
+        }
+        // The second step starts where the first ended; the map's iterations follow each
+        // other the same way (the map step's own start is read afresh).
+        assert_eq!(log[1].started_at, log[0].ended_at);
+        assert_eq!(log[3].started_at, log[2].ended_at);
+        assert_eq!(log[4].started_at, log[3].ended_at);
     }
 
     #[test]
