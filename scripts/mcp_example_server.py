@@ -13,6 +13,8 @@ Tools:
 
 Usage: mcp_example_server.py            (stdio)
        mcp_example_server.py --http PORT (streamable HTTP on 127.0.0.1:PORT/mcp)
+       mcp_example_server.py --https PORT CERT KEY
+                                         (the same over TLS, with this PEM certificate and key)
 """
 
 import os
@@ -121,5 +123,12 @@ async def garble() -> str:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif len(sys.argv) == 5 and sys.argv[1] == "--https":
+        import uvicorn
+
+        port, cert, key = int(sys.argv[2]), sys.argv[3], sys.argv[4]
+        app = server.streamable_http_app(host="127.0.0.1")
+        uvicorn.run(app, host="127.0.0.1", port=port, ssl_certfile=cert, ssl_keyfile=key,
+                    log_level="info")
     else:
         server.run()

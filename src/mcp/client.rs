@@ -184,11 +184,11 @@ impl McpClient {
             }
             Endpoint::Url(url) => {
                 child = None;
-                if !url.starts_with("http://") {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(mcp_error(
                         &spec,
                         format!(
-                            "url `{url}`: this build reaches streamable HTTP servers over plain `http://` only (it has no TLS stack); run the server as a `command`, or reach it through a local plain-HTTP endpoint"
+                            "url `{url}`: a streamable HTTP server is reached by an `http://` or `https://` URL"
                         ),
                     ));
                 }
@@ -199,7 +199,14 @@ impl McpClient {
                     .map_err(|err| {
                         mcp_error(
                             &spec,
-                            format!("url `{url}`: the session did not start: {err}"),
+                            format!(
+                                "url `{url}`: the session did not start: {err}{}",
+                                if url.starts_with("https://") {
+                                    "; the server's certificate must be trusted by this system (for a private authority, point SSL_CERT_FILE at its PEM file)"
+                                } else {
+                                    ""
+                                }
+                            ),
                         )
                     })?
             }

@@ -268,23 +268,20 @@ fn check_everything_tools(tools: &chainweaver::tool::ToolRegistry, message: &str
     assert!(echo.run(obj(json!({"message": 5}))).is_err());
 }
 
-/// The same server over streamable HTTP, reached by `url` in the manifest: its tools work as
-/// over stdio, and a bad argument is refused before it is sent.
-#[test]
-fn tools_of_the_npm_everything_server_over_http() {
-    use std::io::BufRead;
-    let Some(server) = everything_server() else {
-        return;
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
-    let mut child = Command::new("node")
-        .arg(&server)
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
+        .port()
+}
+
+/// Start a server and wait until its standard error says `ready` (then keep draining it, so
+/// the server never blocks on a full pipe); killed when the result is dropped.
+fn serve_until(mut command: Command, ready: &str) -> Served {
+    use std::io::BufRead;
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -294,12 +291,31 @@ fn tools_of_the_npm_everything_server_over_http() {
     let served = Served(child);
     let mut lines = std::io::BufReader::new(stderr).lines();
     loop {
-        let line = lines.next().expect("the server says it listens").unwrap();
-        if line.contains("listening on port") {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("the server ended before saying `{ready}`"))
+            .unwrap();
+        if line.contains(ready) {
             break;
         }
     }
     std::thread::spawn(move || for _ in lines {});
+    served
+}
+
+/// The same server over streamable HTTP, reached by `url` in the manifest: its tools work as
+/// over stdio, and a bad argument is refused before it is sent.
+#[test]
+fn tools_of_the_npm_everything_server_over_http() {
+    let Some(server) = everything_server() else {
+        return;
+    };
+    let port = free_port();
+    let mut node = Command::new("node");
+    node.arg(&server)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string());
+    let served = serve_until(node, "listening on port");
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("tools.toml");
     std::fs::write(
@@ -324,21 +340,107 @@ fn tools_of_the_npm_everything_server_over_http() {
     );
 }
 
-/// An `https://` server needs a TLS stack this build does not have: refused with the reason,
-/// before any connection is tried.
+/// An `https://` server (the official Python SDK's server behind TLS, with a certificate made
+/// for the test): reached when the system trusts the certificate (here through SSL_CERT_FILE),
+/// refused with the reason and the way out when it does not.
 #[test]
-fn an_https_mcp_server_is_refused_with_the_reason() {
+fn an_https_mcp_server_is_reached_when_its_certificate_is_trusted() {
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", "/CN=127.0.0.1"])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl makes the test's certificate (.ci/run installs it)");
+    assert!(made.success());
+    let port = free_port();
+    let mut python = Command::new("python3");
+    python
+        .arg(script("mcp_example_server.py"))
+        .arg("--https")
+        .arg(port.to_string())
+        .arg(&cert)
+        .arg(&key);
+    let _served = serve_until(python, "running on https://");
+    let url = format!("https://127.0.0.1:{port}/mcp");
+    std::fs::write(
+        dir.path().join("tools.toml"),
+        format!("[[mcp_server]]\nname = \"example\"\nurl = \"{url}\"\ntimeout_seconds = 30\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("add.json"),
+        r#"{"name": "add_flow", "steps": [{"tool_name": "add", "input_mapping": {"a": "a", "b": "b"}}]}"#,
+    )
+    .unwrap();
+    let run = |trusted: bool| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_chainweaver"));
+        command
+            .current_dir(dir.path())
+            .args([
+                "-q",
+                "--store",
+                "cw.db",
+                "run",
+                "add.json",
+                "--tools",
+                "tools.toml",
+            ])
+            .args(["--input", r#"{"a": 2, "b": 40}"#, "--format", "json"])
+            .env_remove("SSL_CERT_DIR");
+        if trusted {
+            command.env("SSL_CERT_FILE", &cert);
+        } else {
+            command.env_remove("SSL_CERT_FILE");
+        }
+        command.output().unwrap()
+    };
+
+    let trusted = run(true);
+    assert!(
+        trusted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trusted.stderr)
+    );
+    let result: Value = serde_json::from_slice(&trusted.stdout).unwrap();
+    assert_eq!(result["success"], json!(true), "{result}");
+    assert_eq!(result["final_output"]["total"], json!(42), "{result}");
+
+    let untrusted = run(false);
+    assert!(!untrusted.status.success());
+    let err = String::from_utf8_lossy(&untrusted.stderr);
+    assert!(
+        err.contains("`example`") && err.contains(&url) && err.contains("SSL_CERT_FILE"),
+        "{err}"
+    );
+}
+
+/// A URL of another scheme is refused before any connection is tried, naming the server.
+#[test]
+fn an_mcp_server_url_must_be_http_or_https() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = dir.path().join("tools.toml");
     std::fs::write(
         &manifest,
-        "[[mcp_server]]\nname = \"remote\"\nurl = \"https://mcp.example.invalid/mcp\"\n",
+        "[[mcp_server]]\nname = \"remote\"\nurl = \"ftp://mcp.example.invalid/mcp\"\n",
     )
     .unwrap();
     let err = load_manifest(&manifest).unwrap_err().to_string();
     assert!(
-        err.contains("remote")
-            && err.contains("plain `http://` only")
+        err.contains("`remote`")
+            && err.contains("not an http(s) URL")
             && err.contains("tools.toml"),
         "{err}"
     );
