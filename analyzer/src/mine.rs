@@ -380,6 +380,7 @@ impl ChainAnalyzer {
 
         let started = Instant::now();
         let (mut candidates, skipped) = build_chosen(&loaded, chosen, &days, config, !whole_store);
+        parallel::drop_in_background(loaded);
         crate::loops::add_loop_candidates(&mut candidates, &db, config.max_gap.unwrap_or(0));
         Ok(MineOutcome {
             traces: db.len(),

@@ -12,6 +12,16 @@ pub(crate) fn thread_count(configured: usize) -> usize {
     }
 }
 
+/// Free `value` on a thread of its own: dropping many small allocations (every loaded payload's
+/// JSON tree) no longer holds up the caller, which has results to store. Should no thread
+/// start, it is freed here.
+pub(crate) fn drop_in_background<T: Send + 'static>(value: T) {
+    let freeing = std::thread::Builder::new()
+        .name("chainweaver-free".into())
+        .spawn(move || drop(value));
+    drop(freeing);
+}
+
 /// Below this many steps a miner runs on one thread (threads cost more than they save).
 pub(crate) const MINING_PARALLEL_MIN_STEPS: usize = 20_000;
 

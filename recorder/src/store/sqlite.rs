@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::types::Value as SqlValue;
@@ -631,8 +632,10 @@ impl SqliteStore {
     }
 
     /// Run `SELECT {STEP_COLUMNS} FROM {from} JOIN tools ...` with the JSON array `list` as
-    /// `?1` (`from` names the steps `s`) and add each step to its trace in `traces`, parsing
-    /// the rows in batches of [`PARSE_BATCH`].
+    /// `?1` (`from` names the steps `s`) and add each step to its trace in `traces` (rows of
+    /// other traces are ignored), in row order. A read of one batch ([`PARSE_BATCH`] rows) is
+    /// parsed here; a longer one is parsed by threads, batch by batch, while this thread reads
+    /// on (SQLite's cursor stays on it), so reading and parsing overlap.
     fn attach_step_rows(
         &self,
         tx: &Transaction<'_>,
@@ -645,40 +648,127 @@ impl SqliteStore {
                 "SELECT {STEP_COLUMNS} FROM {from} JOIN tools ON tools.id = s.tool_id"
             ))
             .map_err(|e| self.sql_err(e))?;
-        let mut rows = stmt.query([list]).map_err(|e| self.sql_err(e))?;
-        let mut raw = Vec::new();
-        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-            raw.push(StepRow::read(row).map_err(|e| self.sql_err(e))?);
-            if raw.len() == PARSE_BATCH {
-                self.attach_steps(traces, std::mem::take(&mut raw))?;
-            }
-        }
-        self.attach_steps(traces, raw)
-    }
-
-    /// Parse `rows` and add each step to its trace in `traces` (rows of other traces are
-    /// ignored).
-    fn attach_steps(&self, traces: &mut [(i64, TraceWithSteps)], rows: Vec<StepRow>) -> Result<()> {
         let at: HashMap<i64, usize> = traces
             .iter()
             .enumerate()
             .map(|(i, (key, _))| (*key, i))
             .collect();
-        let rows: Vec<(StepRow, usize)> = rows
-            .into_iter()
-            .filter_map(|row| Some((at.get(&row.trace_key).copied()?, row)))
-            .map(|(i, row)| (row, i))
-            .collect();
         let ids: Vec<&str> = traces
             .iter()
             .map(|(_, t)| t.trace.trace_id.as_str())
             .collect();
-        let parsed = parse_step_rows(rows, &self.path, &ids)?;
-        for (step, i) in parsed {
-            traces[i].1.steps.push(step);
+        let path = self.path.as_path();
+        let mut rows = stmt.query([list]).map_err(|e| self.sql_err(e))?;
+        let first = self.next_row_batch(&mut rows, &at)?;
+        let parsed: Vec<ParsedBatch> = if first.len() < PARSE_BATCH {
+            // A short read (one trace for a detail view, a new trace's check in `collect`):
+            // threads would cost more than they save.
+            vec![(0, parse_rows(first, path, &ids))]
+        } else {
+            let threads = std::thread::available_parallelism().map_or(1, usize::from);
+            std::thread::scope(|scope| -> Result<Vec<ParsedBatch>> {
+                let (send, receive) = std::sync::mpsc::sync_channel::<RowBatch>(threads * 2);
+                // Shared by the parsing threads alone: when they all stop, sending fails
+                // instead of waiting for a reader that is gone.
+                let receive = Arc::new(Mutex::new(receive));
+                let ids = &ids;
+                let workers: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let receive = Arc::clone(&receive);
+                        scope.spawn(move || parse_batches(&receive, path, ids))
+                    })
+                    .collect();
+                drop(receive);
+                let mut read = Ok(());
+                let mut batch = first;
+                for number in 0.. {
+                    if batch.is_empty() || send.send((number, batch)).is_err() {
+                        break;
+                    }
+                    batch = match self.next_row_batch(&mut rows, &at) {
+                        Ok(batch) => batch,
+                        Err(err) => {
+                            read = Err(err);
+                            break;
+                        }
+                    };
+                }
+                drop(send);
+                let mut parsed = Vec::new();
+                for worker in workers {
+                    parsed.extend(worker.join().map_err(|_| RecorderError::CorruptStore {
+                        path: path.to_path_buf(),
+                        message: "a thread parsing step payloads stopped".into(),
+                    })?);
+                }
+                read?;
+                parsed.sort_unstable_by_key(|(number, _)| *number);
+                Ok(parsed)
+            })?
+        };
+        for (_, steps) in parsed {
+            for (step, trace) in steps? {
+                traces[trace].1.steps.push(step);
+            }
         }
         Ok(())
     }
+
+    /// Up to [`PARSE_BATCH`] more rows of `rows` whose trace `at` knows, each with its trace's
+    /// index; fewer only at the end.
+    fn next_row_batch(
+        &self,
+        rows: &mut rusqlite::Rows<'_>,
+        at: &HashMap<i64, usize>,
+    ) -> Result<Vec<(StepRow, usize)>> {
+        let mut batch = Vec::with_capacity(PARSE_BATCH);
+        while batch.len() < PARSE_BATCH {
+            let Some(row) = rows.next().map_err(|e| self.sql_err(e))? else {
+                break;
+            };
+            let row = StepRow::read(row).map_err(|e| self.sql_err(e))?;
+            if let Some(&trace) = at.get(&row.trace_key) {
+                batch.push((row, trace));
+            }
+        }
+        Ok(batch)
+    }
+}
+
+/// Step rows as read, numbered in reading order, each with the index of its trace.
+type RowBatch = (usize, Vec<(StepRow, usize)>);
+/// A [`RowBatch`] parsed.
+type ParsedBatch = (usize, Result<Vec<(ObservedStep, usize)>>);
+
+/// Parse the batches `receive` hands out until no more come.
+fn parse_batches(
+    receive: &Mutex<std::sync::mpsc::Receiver<RowBatch>>,
+    path: &Path,
+    trace_ids: &[&str],
+) -> Vec<ParsedBatch> {
+    let mut parsed = Vec::new();
+    loop {
+        let next = match receive.lock() {
+            Ok(receive) => receive.recv(),
+            Err(_) => break,
+        };
+        let Ok((number, rows)) = next else {
+            break;
+        };
+        parsed.push((number, parse_rows(rows, path, trace_ids)));
+    }
+    parsed
+}
+
+/// Step rows turned into steps, each with its trace's index.
+fn parse_rows(
+    rows: Vec<(StepRow, usize)>,
+    path: &Path,
+    trace_ids: &[&str],
+) -> Result<Vec<(ObservedStep, usize)>> {
+    rows.into_iter()
+        .map(|(row, at)| Ok((row.into_step(path, trace_ids[at])?, at)))
+        .collect()
 }
 
 impl SqliteStore {
@@ -894,64 +984,10 @@ fn in_request_order(mut traces: Vec<(i64, TraceWithSteps)>, ids: &[&str]) -> Vec
         .collect()
 }
 
-/// Step rows read before their JSON is parsed: bounded, so a large read holds at most this
-/// many rows of raw text besides the parsed steps.
-const PARSE_BATCH: usize = 16_384;
-
-/// Step rows turned into steps, the JSON parsed on every core for a large batch (parsing is
-/// most of the cost of reading payloads); results in the order of `rows`.
-fn parse_step_rows(
-    rows: Vec<(StepRow, usize)>,
-    path: &Path,
-    trace_ids: &[&str],
-) -> Result<Vec<(ObservedStep, usize)>> {
-    const PER_THREAD: usize = 4_096;
-    let threads = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .min(rows.len().div_ceil(PER_THREAD))
-        .max(1);
-    let parse = |chunk: Vec<(StepRow, usize)>| -> Result<Vec<(ObservedStep, usize)>> {
-        chunk
-            .into_iter()
-            .map(|(row, at)| Ok((row.into_step(path, trace_ids[at])?, at)))
-            .collect()
-    };
-    if threads == 1 {
-        return parse(rows);
-    }
-    let size = rows.len().div_ceil(threads);
-    let mut chunks: Vec<Vec<(StepRow, usize)>> = Vec::with_capacity(threads);
-    let mut rows = rows.into_iter();
-    loop {
-        let chunk: Vec<_> = rows.by_ref().take(size).collect();
-        if chunk.is_empty() {
-            break;
-        }
-        chunks.push(chunk);
-    }
-    let parsed: Vec<Result<Vec<(ObservedStep, usize)>>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| scope.spawn(move || parse(chunk)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| {
-                handle.join().unwrap_or_else(|_| {
-                    Err(RecorderError::CorruptStore {
-                        path: path.to_path_buf(),
-                        message: "a thread parsing step payloads stopped".into(),
-                    })
-                })
-            })
-            .collect()
-    });
-    let mut steps = Vec::new();
-    for chunk in parsed {
-        steps.extend(chunk?);
-    }
-    Ok(steps)
-}
+/// Step rows read per batch handed to a parsing thread: small enough that parsing starts
+/// soon after reading does; the channel holds at most two batches a thread, so raw text waiting
+/// to be parsed stays bounded.
+const PARSE_BATCH: usize = 2_048;
 
 impl TraceStore for SqliteStore {
     /// On an empty store, drops the indexes on start times (see [`DEFERRED_INDEXES`]):

@@ -1106,3 +1106,85 @@ fn two_handles_share_one_file() {
         .unwrap();
     assert_eq!(tools, 6);
 }
+
+/// Many steps, read in several batches (parsed on other threads while this one reads): each
+/// comes back in step order, and a payload that is not JSON fails the read, long or short,
+/// naming the trace, the step and the column, while the other steps still read.
+#[test]
+fn steps_read_in_batches_keep_their_order_and_a_corrupt_payload_is_named() {
+    use chainweaver_recorder::model::{ObservedStep, ObservedTrace};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let ids = ["t-0", "t-1", "t-2"];
+    let traces: Vec<ObservedTrace> = ids
+        .iter()
+        .map(|id| ObservedTrace::new(*id, "import"))
+        .collect();
+    // 3 x 3,000 steps: more than one batch of rows per trace.
+    let steps: Vec<ObservedStep> = ids
+        .iter()
+        .flat_map(|id| {
+            (0..3_000_u32).map(move |i| {
+                let mut step =
+                    ObservedStep::new(*id, i, "tool", serde_json::json!({"i": i, "t": id}));
+                step.outputs = Some(serde_json::json!({"twice": i * 2}));
+                step
+            })
+        })
+        .collect();
+    store.append(&traces, &steps).unwrap();
+    let every: Vec<usize> = (0..3_000).collect();
+    let odd: Vec<usize> = (0..3_000).filter(|i| i % 2 == 1).collect();
+    let read = store
+        .get_trace_steps(&[("t-2", &every), ("t-0", &odd), ("t-1", &[2_999])])
+        .unwrap();
+    let got: Vec<(&str, Vec<u32>)> = read
+        .iter()
+        .map(|t| {
+            (
+                t.trace.trace_id.as_str(),
+                t.steps.iter().map(|s| s.step_index).collect(),
+            )
+        })
+        .collect();
+    let every_index: Vec<u32> = (0..3_000).collect();
+    let odd_index: Vec<u32> = (0..3_000).filter(|i| i % 2 == 1).collect();
+    assert_eq!(
+        got,
+        [
+            ("t-2", every_index),
+            ("t-0", odd_index),
+            ("t-1", vec![2_999])
+        ]
+    );
+    assert_eq!(read[0].steps, steps[6_000..9_000]);
+    drop(store);
+
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE steps SET inputs = '{not json' WHERE step_index = 1234 \
+         AND trace_key = (SELECT id FROM traces WHERE trace_id = 't-1')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    let err = store
+        .get_trace_steps(&[("t-0", &every), ("t-1", &every)])
+        .unwrap_err();
+    assert!(matches!(err, RecorderError::CorruptStore { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("inputs of trace t-1, step 1234") && message.contains("store.db"),
+        "{message}"
+    );
+    // The same from a read short enough to be parsed without threads.
+    let err = store.get_trace_steps(&[("t-1", &[1_234])]).unwrap_err();
+    assert!(
+        err.to_string().contains("inputs of trace t-1, step 1234"),
+        "{err}"
+    );
+    let around = store.get_trace_steps(&[("t-1", &[1_233, 1_235])]).unwrap();
+    assert_eq!(around[0].steps.len(), 2);
+}
