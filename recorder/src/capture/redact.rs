@@ -91,6 +91,59 @@ const BUILTIN_PATTERNS: &[&str] = &[
 static BUILTIN_SET: LazyLock<RegexSet> =
     LazyLock::new(|| RegexSet::new(BUILTIN_PATTERNS).expect("built-in redaction patterns compile"));
 
+/// Text every match of some built-in pattern contains (ASCII case ignored): `bearer`, `sk-`,
+/// the AWS, GitHub, JWT, Slack and Google prefixes, the PEM header, `://`, and the words the two
+/// key-named patterns need (`api_key` ends in `key`; `password` and `passwd` share `passw`).
+/// Text holding none of them matches no built-in pattern; a literal search rules that out
+/// several times faster than the patterns' automaton. Only ASCII text is ruled out this way:
+/// case-insensitive patterns also match non-ASCII letters that fold to ASCII (the Kelvin sign
+/// to `k`).
+const BUILTIN_LITERALS: &[&str] = &[
+    "bearer",
+    "sk-",
+    "akia",
+    "asia",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "eyj",
+    "xox",
+    "aiza",
+    "-----begin",
+    "://",
+    "key",
+    "passw",
+    "secret",
+    "token",
+    "authorization",
+    "credential",
+];
+
+/// [`BUILTIN_LITERALS`] as a DFA: searched on its own, or stepped byte by byte alongside the
+/// secret words ([`RedactionPolicy::scan_ascii`]). `None` only if it could not be built (never
+/// expected of plain words): then nothing is ruled out by it.
+static BUILTIN_LITERAL_DFA: LazyLock<Option<aho_corasick::dfa::DFA>> = LazyLock::new(|| {
+    aho_corasick::dfa::DFA::builder()
+        .ascii_case_insensitive(true)
+        .build(BUILTIN_LITERALS)
+        .ok()
+});
+
+/// True when some built-in pattern matches somewhere in `text`.
+fn builtin_pattern_matches(text: &str) -> bool {
+    use aho_corasick::automaton::Automaton;
+    if text.is_ascii()
+        && let Some(literals) = BUILTIN_LITERAL_DFA.as_ref()
+        && let Ok(None) = literals.try_find(&aho_corasick::Input::new(text))
+    {
+        return false;
+    }
+    BUILTIN_SET.is_match(text)
+}
+
 static BUILTIN_REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     BUILTIN_PATTERNS
         .iter()
@@ -129,6 +182,9 @@ pub struct RedactionPolicy {
     /// Finds the words of `secret_keys` (pattern `i` is `secret_keys[i]`) in a key in one pass:
     /// every imported string is looked at, so one search per word was most of an import's time.
     key_finder: Option<AhoCorasick>,
+    /// The same words as a DFA stepped byte by byte (`None` without words, or, never expected
+    /// of plain words, when it cannot be built: then text is normalized and searched).
+    word_automaton: Option<aho_corasick::dfa::DFA>,
     patterns: Vec<Regex>,
     /// How many of `patterns`, from the first, are the built-in ones.
     builtin_patterns: usize,
@@ -142,6 +198,14 @@ fn key_finder(keys: &[SecretKey]) -> Option<AhoCorasick> {
         return None;
     }
     AhoCorasick::new(keys.iter().map(|key| key.word.as_str())).ok()
+}
+
+/// [`RedactionPolicy::word_automaton`] of `keys`.
+fn word_automaton(keys: &[SecretKey]) -> Option<aho_corasick::dfa::DFA> {
+    if keys.is_empty() {
+        return None;
+    }
+    aho_corasick::dfa::DFA::new(keys.iter().map(|key| key.word.as_str())).ok()
 }
 
 impl Default for RedactionPolicy {
@@ -159,6 +223,7 @@ impl Default for RedactionPolicy {
             .collect();
         Self {
             key_finder: key_finder(&secret_keys),
+            word_automaton: word_automaton(&secret_keys),
             secret_keys,
             patterns: BUILTIN_REGEXES.clone(),
             builtin_patterns: BUILTIN_REGEXES.len(),
@@ -173,6 +238,7 @@ impl RedactionPolicy {
         Self {
             secret_keys: Vec::new(),
             key_finder: None,
+            word_automaton: None,
             patterns: Vec::new(),
             builtin_patterns: 0,
             max_string_bytes: None,
@@ -190,6 +256,7 @@ impl RedactionPolicy {
                 exempt_suffixes: &[],
             });
             self.key_finder = key_finder(&self.secret_keys);
+            self.word_automaton = word_automaton(&self.secret_keys);
         }
         self
     }
@@ -250,15 +317,19 @@ impl RedactionPolicy {
         // be one. Without escapes, each string's normalized form is a piece of the whole
         // text's, so when no secret word occurs in the whole text at all (exempt or not), no
         // string can be a secret key: one search instead of one per string.
-        if !self.secret_keys.is_empty()
-            && self.has_secret_word(&normalize_key(json))
-            && strings.clone().any(|s| self.is_secret_key(s))
-        {
+        let keys = !self.secret_keys.is_empty();
+        let builtin = self.builtin_patterns > 0;
+        // `literal`: a literal some built-in pattern needs occurs (true when not looked for).
+        let (word, literal) = self.scan_ascii(json).unwrap_or_else(|| {
+            let word = keys && self.has_secret_word(&normalize_key(json));
+            (word, true)
+        });
+        if keys && word && strings.clone().any(|s| self.is_secret_key(s)) {
             return true;
         }
         // The built-in patterns have no anchors, so a match inside one string is a match in
         // the whole text; patterns added later may have, so they look at each string.
-        if self.builtin_patterns > 0 && BUILTIN_SET.is_match(json) {
+        if builtin && literal && BUILTIN_SET.is_match(json) {
             return true;
         }
         let extra = &self.patterns[self.builtin_patterns.min(self.patterns.len())..];
@@ -266,6 +337,38 @@ impl RedactionPolicy {
             && strings
                 .into_iter()
                 .any(|s| extra.iter().any(|p| p.is_match(s)))
+    }
+
+    /// One pass over ASCII `text` for two questions: does a secret key word occur in its
+    /// normalized form (`has_secret_word(&normalize_key(text))`), and does it hold one of
+    /// [`BUILTIN_LITERALS`]? Both automata step over the bytes as they come, without the
+    /// normalized copy or a second pass (those were a fifth of a redacting import's time).
+    /// `None` for other text, or a policy without secret words or built-in patterns.
+    fn scan_ascii(&self, text: &str) -> Option<(bool, bool)> {
+        use aho_corasick::Anchored;
+        use aho_corasick::automaton::Automaton;
+        if self.builtin_patterns == 0 || !text.is_ascii() {
+            return None;
+        }
+        let words = self.word_automaton.as_ref()?;
+        let literals = BUILTIN_LITERAL_DFA.as_ref()?;
+        let mut word_state = words.start_state(Anchored::No).ok()?;
+        let mut literal_state = literals.start_state(Anchored::No).ok()?;
+        let (mut word, mut literal) = (false, false);
+        for &byte in text.as_bytes() {
+            if !literal {
+                literal_state = literals.next_state(Anchored::No, literal_state, byte);
+                literal = literals.is_match(literal_state);
+            }
+            if !word && byte.is_ascii_alphanumeric() {
+                word_state = words.next_state(Anchored::No, word_state, byte.to_ascii_lowercase());
+                word = words.is_match(word_state);
+            }
+            if word && literal {
+                break;
+            }
+        }
+        Some((word, literal))
     }
 
     /// True when some secret key word occurs in `normalized` (exempt suffixes or not).
@@ -327,7 +430,7 @@ impl RedactionPolicy {
         // `is_match` rules out each other pattern without the captures `replace_all` builds
         // (those were most of the cost of redacting clean text). A pattern that matches
         // nothing leaves the text as it is, so skipping it changes nothing.
-        let skip_builtin = self.builtin_patterns > 0 && !BUILTIN_SET.is_match(text);
+        let skip_builtin = self.builtin_patterns > 0 && !builtin_pattern_matches(text);
         for (i, pattern) in self.patterns.iter().enumerate() {
             if (skip_builtin && i < self.builtin_patterns) || !pattern.is_match(&current) {
                 continue;
@@ -542,10 +645,147 @@ fn truncate(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
     use serde_json::json;
 
     fn policy() -> RedactionPolicy {
         RedactionPolicy::default()
+    }
+
+    /// Text built from pieces of secrets and of ordinary payloads, in any case and order.
+    fn payload_text() -> impl Strategy<Value = String> {
+        let pieces = prop::sample::select(vec![
+            "\"",
+            ":",
+            " ",
+            "_",
+            "-",
+            "=",
+            "&",
+            "/",
+            "@",
+            ".",
+            "{",
+            "}",
+            "api",
+            "key",
+            "Key",
+            "pass",
+            "word",
+            "PWD",
+            "to",
+            "ken",
+            "s",
+            "count",
+            "secret",
+            "bearer ",
+            "Bearer ",
+            "sk-",
+            "abcdefghijklmnop0123",
+            "AKIA",
+            "ASIA",
+            "ABCDEFGHIJKLMNOP",
+            "ghp_",
+            "gho_",
+            "github_pat_",
+            "eyJ",
+            "hbGciOi",
+            "xoxb-",
+            "AIza",
+            "-----BEGIN ",
+            "RSA PRIVATE KEY-----",
+            "-----END ",
+            "https://",
+            "user:",
+            "pw@",
+            "host",
+            "authorization",
+            "credential",
+            "cookie",
+            "usage",
+            "query",
+            "order_id",
+            "\\u00e9",
+            "Kelvin\u{212a}",
+            "\u{212a}ey",
+            "é",
+        ]);
+        prop::collection::vec(pieces, 0..24).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        /// The one-pass scan answers as normalizing the text and searching it does, and as a
+        /// search of each literal in the lowercased text does.
+        #[test]
+        fn the_one_pass_scan_agrees_with_separate_searches(text in payload_text()) {
+            let policy = policy();
+            let lowercase = text.to_ascii_lowercase();
+            let expected = (
+                policy.has_secret_word(&normalize_key(&text)),
+                BUILTIN_LITERALS.iter().any(|literal| lowercase.contains(literal)),
+            );
+            let scanned = policy.scan_ascii(&text);
+            if text.is_ascii() {
+                prop_assert_eq!(scanned, Some(expected));
+            } else {
+                prop_assert_eq!(scanned, None);
+            }
+        }
+
+        /// Whatever path answers, a record redaction would change is never passed as clean:
+        /// the quick answer agrees with redacting the parsed value. Texts with a quote or a
+        /// backslash are escaped in JSON, which the quick answer always passes on, so they are
+        /// left out here to test the scans.
+        #[test]
+        fn may_change_is_never_wrong_about_a_change(
+            key in payload_text(),
+            text in payload_text(),
+        ) {
+            prop_assume!(!format!("{key}{text}").contains(['"', '\\']));
+            let policy = policy();
+            let json = json!({"name": key.clone(), key: text.clone(), "note": text}).to_string();
+            let mut value: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"));
+            let before = value.clone();
+            policy.redact_value(&mut value);
+            if value != before {
+                prop_assert!(policy.may_change_json_text(&json), "{}", json);
+            }
+        }
+
+        /// The literal prefilter never rules out text some built-in pattern matches.
+        #[test]
+        fn the_literal_prefilter_agrees_with_the_pattern_set(text in payload_text()) {
+            prop_assert_eq!(builtin_pattern_matches(&text), BUILTIN_SET.is_match(&text));
+        }
+    }
+
+    #[test]
+    fn every_built_in_pattern_has_a_literal_of_the_prefilter() {
+        // One match of each pattern, each found through the prefilter.
+        for (example, pattern) in [
+            ("Authorization: Bearer abc.def", 0),
+            ("sk-abcdefghijklmnop1234", 1),
+            ("AKIAABCDEFGHIJKLMNOP", 2),
+            ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", 3),
+            ("github_pat_abcdefghijklmnopqrstuvwxyz", 4),
+            ("eyJhbGciOi.eyJzdWIiOi.sig", 5),
+            ("xoxb-1234567890-abc", 6),
+            ("AIzaSyA1234567890abcdefghijklmnopqrstuv", 7),
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----",
+                8,
+            ),
+            ("postgres://user:hunter2@db", 9),
+            ("{'api_key': 'abc'}", 10),
+            ("?password=hunter2", 11),
+        ] {
+            let regex = Regex::new(BUILTIN_PATTERNS[pattern]).unwrap_or_else(|e| panic!("{e}"));
+            assert!(regex.is_match(example), "pattern {pattern} on {example}");
+            assert!(builtin_pattern_matches(example), "{example}");
+        }
+        assert!(!builtin_pattern_matches(
+            "{\"order_id\": \"#W123\", \"status\": \"pending\"}"
+        ));
     }
 
     fn redacted(mut value: Value) -> Value {
