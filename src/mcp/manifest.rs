@@ -73,14 +73,9 @@ pub struct McpServerSpec {
 }
 
 impl McpServerEntry {
-    /// Check the entry; `dir` anchors relative paths in `command` and `args`.
+    /// Check the entry; `dir` (not empty: [`parse_manifest`](crate::tool::command::parse_manifest)
+    /// makes a bare manifest name's `.`) anchors relative paths in `command` and `args`.
     pub fn into_spec(self, manifest: &Path, dir: &Path) -> Result<McpServerSpec, String> {
-        // A manifest named without a folder (`tools.toml`) has an empty parent.
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
         let name = self.name.trim().to_string();
         if name.is_empty() {
             return Err("an [[mcp_server]] has an empty name".into());

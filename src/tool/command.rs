@@ -90,6 +90,13 @@ pub fn load_manifest(path: &Path) -> Result<ToolRegistry> {
 /// Build the tools of a manifest's text; `path` names it in errors, `dir` anchors relative
 /// paths.
 pub fn parse_manifest(text: &str, path: &Path, dir: &Path) -> Result<ToolRegistry> {
+    // A manifest named without a folder (`tools.toml`) has the empty path as its parent, which
+    // no child process can start in: command tools and MCP servers alike start in `.` then.
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
     let manifest_error = |message: String| Error::Manifest {
         path: path.to_path_buf(),
         message,

@@ -456,3 +456,38 @@ fn a_closed_stdout_ends_quietly() {
         assert_eq!(output.status.code(), Some(0), "{args:?}");
     }
 }
+
+/// A manifest named by its bare file name, from its own folder: its command tools start there
+/// (a bare name's parent is the empty path, which no child process can start in).
+#[test]
+fn command_tools_of_a_manifest_named_by_its_file_name_run() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("tools.toml"),
+        "[[tool]]\nname = \"echo\"\nargv = [\"cat\"]\n\
+         input_schema = { type = \"object\", properties = { n = { type = \"integer\" } }, required = [\"n\"] }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("echo.json"),
+        r#"{"name": "echo_flow", "steps": [{"tool_name": "echo", "input_mapping": {"n": "n"}}]}"#,
+    )
+    .unwrap();
+    let result = json(
+        dir.path(),
+        &[
+            "run",
+            "echo.json",
+            "--tools",
+            "tools.toml",
+            "--input",
+            r#"{"n": 7}"#,
+        ],
+    );
+    assert_eq!(result["success"], Value::Bool(true), "{result}");
+    assert_eq!(
+        result["final_output"]["n"],
+        serde_json::json!(7),
+        "{result}"
+    );
+}
