@@ -393,3 +393,82 @@ fn bfcl_results_import_by_detection_with_failures_and_rejects() {
             .contains("missing 1 required positional argument")
     );
 }
+
+/// A result file the BFCL harness itself wrote (`datasets/fixtures/bfcl`, made with its own
+/// backends executing every call): imported by detection with the counts its README gives
+/// (counted there without the importer), each call paired with its own result, and the
+/// passwords its calls pass found nowhere in the store's bytes.
+#[test]
+fn a_result_file_the_bfcl_harness_wrote_imports_with_its_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "BFCL_v4_multi_turn_base_result.json";
+    std::fs::copy(
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("datasets/fixtures/bfcl")
+            .join(name),
+        dir.path().join(name),
+    )
+    .unwrap();
+    let output = chainweaver(dir.path(), &["--format", "json", "import", name]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let file = &json_of(&output)["files"][0];
+    assert_eq!(file["format"], "bfcl", "{file}");
+    assert_eq!(file["traces"], 30, "{file}");
+    assert_eq!(file["steps"], 197, "{file}");
+    assert_eq!(file["failed_steps"], 26, "{file}");
+    assert_eq!(file["calls_without_result"], 0, "{file}");
+    assert_eq!(file["rejects"], serde_json::json!([]), "{file}");
+
+    // Every store file: the SQLite database and its WAL, if one is left.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("chainweaver.db")
+        {
+            let bytes = std::fs::read(&path).unwrap();
+            assert!(
+                !bytes.windows(13).any(|w| w == b"securePass123"),
+                "a password reached {}",
+                path.display()
+            );
+        }
+    }
+
+    let shown = chainweaver(
+        dir.path(),
+        &["--format", "json", "traces", "show", "multi_turn_base_0"],
+    );
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let trace = json_of(&shown);
+    let steps = trace["steps"].as_array().unwrap();
+    let tools: Vec<&str> = steps
+        .iter()
+        .map(|s| s["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "cd", "mkdir", "mv", "cd", "grep", "cd", "sort", "cd", "mv", "cd", "diff"
+        ]
+    );
+    assert_eq!(
+        steps[2]["outputs"]["result"],
+        "'final_report.pdf' moved to 'temp/final_report.pdf'"
+    );
+    assert_eq!(steps[4]["inputs"]["pattern"], "budget analysis");
+    assert_eq!(
+        steps[5]["inputs"],
+        serde_json::json!({"folder": "no_such_folder"})
+    );
+    assert_eq!(
+        steps[5]["error_message"],
+        "cd: 'no_such_folder': No such file or directory"
+    );
+    assert_eq!(
+        steps[10]["inputs"],
+        serde_json::json!({"file_name1": "final_report.pdf", "file_name2": "previous_report.pdf"})
+    );
+}
