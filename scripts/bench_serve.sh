@@ -7,6 +7,13 @@
 # command tool (`cat`: one process per call, as command tools run); in the Python package it is an
 # in-process function.
 #
+# A third server serves the same flow the way the Python one does, over an in-process function:
+# examples/bench_serve.rs, a program on the library's FlowServer (the like-for-like comparison;
+# `chainweaver serve` has no in-process tools).
+#
+# Then the same with scripts/bench_serve_raw_client.py, a minimal JSON-lines client, so the
+# servers' own pace shows.
+#
 # Usage: scripts/bench_serve.sh [CALLS]      (PROFILE=debug to time the debug build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +22,14 @@ PROFILE="${PROFILE:-release}"
 TARGET="${CARGO_TARGET_DIR:-target}"
 VENV="$TARGET/bench-venv"
 
-if [ "$PROFILE" = release ]; then cargo build --release -p chainweaver; else cargo build -p chainweaver; fi
+# --workspace: the binary's feature set, so nothing recompiles for the benchmark.
+if [ "$PROFILE" = release ]; then
+  cargo build --release --workspace --bin chainweaver --example bench_serve
+else
+  cargo build --workspace --bin chainweaver --example bench_serve
+fi
 BIN="$(cd "$TARGET/$PROFILE" && pwd)/chainweaver"
+LIB_SERVER="$(cd "$TARGET/$PROFILE/examples" && pwd)/bench_serve"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check 'chainweaver[mcp]==0.14.1'
@@ -40,11 +53,18 @@ JSON
 "$BIN" --store "$WORK/cw.db" flows register "$WORK/echo_flow.json" --tools "$WORK/tools.toml" >/dev/null
 
 PY="$(cd "$VENV/bin" && pwd)/python"
-for concurrency in 1 16; do
-  echo "rust (chainweaver serve, $PROFILE build), $concurrency in flight:"
-  python3 scripts/bench_serve_client.py --calls "$CALLS" --concurrency "$concurrency" -- \
-    "$BIN" --store "$WORK/cw.db" serve --tools "$WORK/tools.toml" --flow echo_flow
-  echo "python (chainweaver[mcp] 0.14.1 FlowServer), $concurrency in flight:"
-  python3 scripts/bench_serve_client.py --calls "$CALLS" --concurrency "$concurrency" -- \
-    "$PY" scripts/bench_serve_python.py 2>/dev/null
+# The three servers, 1 and 16 calls in flight, driven by one client script: the official Python
+# SDK's (bench_serve_client.py), then a minimal one (bench_serve_raw_client.py: JSON lines on two
+# threads, no SDK), which costs far less per call than either server, so their own pace shows.
+for client in bench_serve_client.py bench_serve_raw_client.py; do
+  for concurrency in 1 16; do
+    echo "rust (chainweaver serve, $PROFILE build), $client, $concurrency in flight:"
+    python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- \
+      "$BIN" --store "$WORK/cw.db" serve --tools "$WORK/tools.toml" --flow echo_flow
+    echo "rust (library FlowServer, in-process tool, examples/bench_serve.rs), $client, $concurrency in flight:"
+    python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- "$LIB_SERVER"
+    echo "python (chainweaver[mcp] 0.14.1 FlowServer), $client, $concurrency in flight:"
+    python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- \
+      "$PY" scripts/bench_serve_python.py 2>/dev/null
+  done
 done
