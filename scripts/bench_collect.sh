@@ -15,7 +15,8 @@ connections="${2:-8}"
 per_request="${3:-1000}"
 target="${CARGO_TARGET_DIR:-target}"
 
-cargo build --release --quiet --bin chainweaver --example otlp_load
+# --workspace: the feature set of the other benchmarks' builds, so nothing recompiles between them.
+cargo build --release --quiet --workspace --bin chainweaver --example otlp_load
 cw="$target/release/chainweaver"
 load="$target/release/examples/otlp_load"
 

@@ -309,8 +309,10 @@ impl TraceRecorder {
     /// a trace receiver. They are redacted, batched and committed like every other row;
     /// `committed` is called once, on the writer thread, when they are stored (`Ok`) or when
     /// they, or rows of the same batch, could not be (`Err`), so a caller can acknowledge only
-    /// what is durable. Rows of traces that sampling leaves out are dropped here. Blocks while
-    /// the writer's queue is full.
+    /// what is durable. Since a caller waits, they do not wait out the batch delay: the writer
+    /// commits as soon as nothing else is queued, and rows that come meanwhile go in the next
+    /// commit. Rows of traces that sampling leaves out are dropped here. Blocks while the
+    /// writer's queue is full.
     pub fn submit(
         &self,
         mut traces: Vec<ObservedTrace>,

@@ -217,7 +217,16 @@ impl Writer {
                     traces,
                     steps,
                     committed,
-                }) => self.add_rows(traces, steps, committed),
+                }) => {
+                    self.add_rows(traces, steps, committed);
+                    // A caller waits for these rows' commit (to acknowledge them). With nothing
+                    // else queued, waiting out the batch delay only delays it: commit now, and
+                    // what arrives meanwhile forms the next batch (group commit).
+                    if self.commands.is_empty() && self.may_retry_now() {
+                        self.commit();
+                        continue;
+                    }
+                }
                 Ok(Command::Flush(reply)) => {
                     self.commit();
                     // The caller may have stopped waiting; nothing to do then.

@@ -235,3 +235,33 @@ fn submitted_rows_are_acknowledged_once_committed_and_redacted() {
     assert!(!bytes.windows(needle.len()).any(|w| w == needle));
     assert!(!wal.windows(needle.len()).any(|w| w == needle));
 }
+
+/// Submitted rows have a caller waiting for their commit, so the writer does not hold them for
+/// the batch delay (here 30 days, which no test would outlive) once nothing else is queued.
+#[test]
+fn submitted_rows_are_committed_without_waiting_out_the_batch_delay() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = TraceRecorder::new(
+        Box::new(SqliteStore::open(&dir.path().join("chainweaver.db")).unwrap()),
+        RecorderConfig {
+            batch_size: 1_000_000,
+            max_batch_delay: std::time::Duration::from_secs(30 * 24 * 3600),
+            ..RecorderConfig::default()
+        },
+    )
+    .unwrap();
+    for round in 0..3 {
+        let id = format!("conv-{round}");
+        let trace = ObservedTrace::new(id.as_str(), "collect:otlp");
+        let step = ObservedStep::new(id.as_str(), 0, "lookup", json!({"round": round}));
+        let (tell, told) = std::sync::mpsc::channel();
+        recorder
+            .submit(vec![trace], vec![step], move |outcome| {
+                let _ = tell.send(outcome.is_ok());
+            })
+            .unwrap();
+        let acknowledged = told.recv_timeout(std::time::Duration::from_secs(120));
+        assert_eq!(acknowledged, Ok(true), "round {round} is committed");
+    }
+    assert_eq!(recorder.stats().steps_committed, 3);
+}
