@@ -21,6 +21,19 @@ fn json_of(output: &Output) -> Value {
         .unwrap_or_else(|e| panic!("no JSON ({e}): {}\n{}", stdout(output), stderr(output)))
 }
 
+/// `traces show ID` of the default store in `dir`: the trace's steps, and their tool names in
+/// order.
+fn shown_steps(dir: &Path, id: &str) -> (Vec<Value>, Vec<String>) {
+    let shown = chainweaver(dir, &["--format", "json", "traces", "show", id]);
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    let steps = json_of(&shown)["steps"].as_array().unwrap().clone();
+    let tools = steps
+        .iter()
+        .map(|s| s["tool_name"].as_str().unwrap().to_owned())
+        .collect();
+    (steps, tools)
+}
+
 fn total_calls(dir: &Path, store: &str) -> u64 {
     let output = chainweaver(
         dir,
@@ -360,22 +373,12 @@ fn bfcl_results_import_by_detection_with_failures_and_rejects() {
     );
     assert!(file["redacted"]["secrets"].as_u64().unwrap() >= 2, "{file}");
 
-    let shown = chainweaver(
-        dir.path(),
-        &["--format", "json", "traces", "show", "multi_turn_base_0"],
-    );
-    assert!(shown.status.success(), "{}", stderr(&shown));
-    let text = stdout(&shown);
+    let (steps, tools) = shown_steps(dir.path(), "multi_turn_base_0");
+    let text = Value::Array(steps.clone()).to_string();
     assert!(
         !text.contains("hunter2"),
         "the password is redacted: {text}"
     );
-    let trace = json_of(&shown);
-    let steps = trace["steps"].as_array().unwrap();
-    let tools: Vec<&str> = steps
-        .iter()
-        .map(|s| s["tool_name"].as_str().unwrap())
-        .collect();
     assert_eq!(tools, ["cd", "authenticate_twitter", "mv"]);
     assert_eq!(
         steps[0]["inputs"],
@@ -437,17 +440,7 @@ fn a_result_file_the_bfcl_harness_wrote_imports_with_its_counts() {
         }
     }
 
-    let shown = chainweaver(
-        dir.path(),
-        &["--format", "json", "traces", "show", "multi_turn_base_0"],
-    );
-    assert!(shown.status.success(), "{}", stderr(&shown));
-    let trace = json_of(&shown);
-    let steps = trace["steps"].as_array().unwrap();
-    let tools: Vec<&str> = steps
-        .iter()
-        .map(|s| s["tool_name"].as_str().unwrap())
-        .collect();
+    let (steps, tools) = shown_steps(dir.path(), "multi_turn_base_0");
     assert_eq!(
         tools,
         [
