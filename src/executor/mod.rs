@@ -802,17 +802,24 @@ impl FlowExecutor {
         log: &mut Vec<StepRecord>,
         start: Option<ClockReading>,
     ) -> (bool, ClockReading) {
-        let (call, record, input) =
-            self.start_call(plan, run, index, None, StepContext::Context(context), start);
         let first = log.len();
-        log.push(record);
+        log.push(blank_record(plan, run, index, None));
         let Settled {
             ended,
             merge,
             fatal,
         } = {
-            // The record is settled where it will stay, in the log.
+            // The record is made and settled where it will stay, in the log.
             let record = &mut log[first];
+            let (call, input) = self.start_call(
+                plan,
+                run,
+                index,
+                None,
+                StepContext::Context(context),
+                start,
+                record,
+            );
             let result = self.call_tools_inline(plan, index, input, call.check_input, record);
             self.finish_call(plan, run, index, None, call, result, record)
         };
@@ -907,7 +914,9 @@ impl FlowExecutor {
         context: StepContext<'_>,
         offload: bool,
     ) -> CallOutcome {
-        let (call, mut record, input) = self.start_call(plan, run, index, iteration, context, None);
+        let mut record = blank_record(plan, run, index, iteration);
+        let (call, input) =
+            self.start_call(plan, run, index, iteration, context, None, &mut record);
         let (step, _) = &plan.steps[index];
         let (tool, fallback) = plan.tools[index];
         let result = match input {
@@ -945,8 +954,9 @@ impl FlowExecutor {
         context: StepContext<'_>,
         start: Option<ClockReading>,
     ) -> CallOutcome {
-        let (call, mut record, input) =
-            self.start_call(plan, run, index, iteration, context, start);
+        let mut record = blank_record(plan, run, index, iteration);
+        let (call, input) =
+            self.start_call(plan, run, index, iteration, context, start, &mut record);
         let result = self.call_tools_inline(plan, index, input, call.check_input, &mut record);
         let settled = self.finish_call(plan, run, index, iteration, call, result, &mut record);
         settled.with(record)
@@ -977,9 +987,10 @@ impl FlowExecutor {
         result
     }
 
-    /// Announce a call, start its record and build its input (recorded, redacted). `start`:
-    /// the clock reading to start from; `None` reads the clocks.
+    /// Announce a call, start its `record` (a [`blank_record`]) and build its input (recorded,
+    /// redacted). `start`: the clock reading to start from; `None` reads the clocks.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn start_call(
         &self,
         plan: &RunPlan<'_>,
@@ -988,7 +999,8 @@ impl FlowExecutor {
         iteration: Option<usize>,
         context: StepContext<'_>,
         start: Option<ClockReading>,
-    ) -> (StartedCall, StepRecord, Result<JsonObject>) {
+        record: &mut StepRecord,
+    ) -> (StartedCall, Result<JsonObject>) {
         let (step, step_id) = &plan.steps[index];
         let step: &FlowStep = step;
         let (tool, _) = plan.tools[index];
@@ -1003,7 +1015,8 @@ impl FlowExecutor {
             let clock = Instant::now();
             (clock, run.wall_time(clock))
         });
-        let mut record = new_record(index, *step_id, &step.tool_name, iteration, started_at);
+        record.started_at = started_at;
+        record.ended_at = started_at;
         let input = build_input_from(step, index, context, tool.input_schema());
         if let Ok(input) = &input {
             record.inputs = run.secrets.redact_input(step, input);
@@ -1013,7 +1026,7 @@ impl FlowExecutor {
             // An iteration reads its element, which nothing proves.
             check_input: iteration.is_some() || !plan.proven.get(index).copied().unwrap_or(false),
         };
-        (call, record, input)
+        (call, input)
     }
 
     /// Settle a call's `record` and contribution from its result.
@@ -1443,6 +1456,18 @@ fn new_record(
         skipped: false,
         iteration,
     }
+}
+
+/// The record of a call of step `index` about to start, made where it will stay (the run's log,
+/// on the hot path); [`FlowExecutor::start_call`] sets its start.
+fn blank_record(
+    plan: &RunPlan<'_>,
+    run: &Run<'_>,
+    index: usize,
+    iteration: Option<usize>,
+) -> StepRecord {
+    let (step, step_id) = &plan.steps[index];
+    new_record(index, *step_id, &step.tool_name, iteration, run.started_at)
 }
 
 /// The context a run starts from: the input, then the dynamic parameters, then what completed
