@@ -7,7 +7,10 @@
 # command tool (`cat`: one process per call, as command tools run); in the Python package it is an
 # in-process function.
 #
-# A third server serves the same flow the way the Python one does, over an in-process function:
+# `chainweaver serve` also runs the flow over the `echo` of an MCP server (the npm everything
+# server, when .ci/run has installed it), a process that stays up.
+#
+# A further server serves the same flow the way the Python one does, over an in-process function:
 # examples/bench_serve.rs, a program on the library's FlowServer (the like-for-like comparison;
 # `chainweaver serve` has no in-process tools).
 #
@@ -52,8 +55,30 @@ cat > "$WORK/echo_flow.json" <<'JSON'
 JSON
 "$BIN" --store "$WORK/cw.db" flows register "$WORK/echo_flow.json" --tools "$WORK/tools.toml" >/dev/null
 
+# `chainweaver serve` once more, its step the `echo` tool of a long-running MCP server (the npm
+# "everything" server that .ci/run installs under the target dir), so no process starts per call.
+PEERS="${CHAINWEAVER_MCP_PEERS:-$TARGET/mcp-peers}"
+EVERYTHING="$PEERS/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+if [ -f "$EVERYTHING" ]; then
+  mkdir -p "$WORK/mcp"
+  cat > "$WORK/mcp/tools.toml" <<TOML
+[[mcp_server]]
+name = "everything"
+command = "node"
+args = ["$(cd "$(dirname "$EVERYTHING")" && pwd)/index.js"]
+tools = ["echo"]
+TOML
+  cat > "$WORK/mcp/echo_flow.json" <<'JSON'
+{"name": "echo_flow", "description": "The benchmark's trivial flow over an MCP server's echo",
+ "metadata": {"safety": "read_only"},
+ "steps": [{"tool_name": "echo", "input_templates": {"message": "n={{n}}"}}]}
+JSON
+  "$BIN" --store "$WORK/mcp/cw.db" flows register "$WORK/mcp/echo_flow.json" \
+    --tools "$WORK/mcp/tools.toml" >/dev/null 2>&1
+fi
+
 PY="$(cd "$VENV/bin" && pwd)/python"
-# The three servers, 1 and 16 calls in flight, driven by one client script: the official Python
+# The servers, 1 and 16 calls in flight, driven by one client script: the official Python
 # SDK's (bench_serve_client.py), then a minimal one (bench_serve_raw_client.py: JSON lines on two
 # threads, no SDK), which costs far less per call than either server, so their own pace shows.
 for client in bench_serve_client.py bench_serve_raw_client.py; do
@@ -61,6 +86,11 @@ for client in bench_serve_client.py bench_serve_raw_client.py; do
     echo "rust (chainweaver serve, $PROFILE build), $client, $concurrency in flight:"
     python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- \
       "$BIN" --store "$WORK/cw.db" serve --tools "$WORK/tools.toml" --flow echo_flow
+    if [ -f "$WORK/mcp/cw.db" ]; then
+      echo "rust (chainweaver serve, $PROFILE build, MCP echo tool), $client, $concurrency in flight:"
+      python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- \
+        "$BIN" --store "$WORK/mcp/cw.db" serve --tools "$WORK/mcp/tools.toml" --flow echo_flow
+    fi
     echo "rust (library FlowServer, in-process tool, examples/bench_serve.rs), $client, $concurrency in flight:"
     python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- "$LIB_SERVER"
     echo "python (chainweaver[mcp] 0.14.1 FlowServer), $client, $concurrency in flight:"
