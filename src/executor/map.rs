@@ -132,7 +132,7 @@ pub(crate) fn map_elements<'c>(
 
 /// An iteration's result slot: its mapped output, or `null` for a skipped failure.
 fn slot(call: &CallOutcome) -> Value {
-    match (&call.merge, call.record.success) {
+    match (&call.settled.merge, call.record.success) {
         (Some(Merge::Object(merge)), true) => Value::Object(merge.clone()),
         _ => Value::Null,
     }
@@ -199,9 +199,9 @@ impl FlowExecutor {
         let mut fatal = false;
         // Each call straight into its slot and the records, as it completes.
         let mut settle = |element_index: usize, mut call: CallOutcome| {
-            fatal |= call.fatal;
+            fatal |= call.settled.fatal;
             // The slot takes the mapped output; nothing reads the call's copy after this.
-            let value = match (call.merge.take(), call.record.success) {
+            let value = match (call.settled.merge.take(), call.record.success) {
                 (Some(Merge::Object(merge)), true) => Value::Object(merge),
                 _ => Value::Null,
             };
@@ -224,14 +224,14 @@ impl FlowExecutor {
                     let start = previous_end.take();
                     let call =
                         self.call_step_inline(plan, run, index, Some(element_index), scoped, start);
-                    previous_end = chain.then_some(call.ended);
+                    previous_end = chain.then_some(call.settled.ended);
                     call
                 } else {
                     Box::pin(self.call_step(plan, run, index, Some(element_index), scoped, offload))
                         .await
                 };
                 self.save_iteration(run, progress, index, element_index, &call);
-                let stop = call.fatal;
+                let stop = call.settled.fatal;
                 settle(element_index, call);
                 if stop {
                     break;
@@ -249,7 +249,7 @@ impl FlowExecutor {
                         let call = self
                             .call_step_fast(plan, run, index, Some(element_index), scoped, offload)
                             .await;
-                        if call.fatal {
+                        if call.settled.fatal {
                             stop.store(true, Ordering::SeqCst);
                         }
                         self.save_iteration(run, progress, index, element_index, &call);
@@ -339,7 +339,7 @@ impl FlowExecutor {
         element_index: usize,
         call: &CallOutcome,
     ) {
-        let Some(sink) = self.checkpoints.as_ref().filter(|_| !call.fatal) else {
+        let Some(sink) = self.checkpoints.as_ref().filter(|_| !call.settled.fatal) else {
             return;
         };
         let snapshot = {

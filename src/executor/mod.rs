@@ -191,6 +191,12 @@ impl Merge {
 /// One tool call's result (a step, or one iteration of a map step).
 struct CallOutcome {
     record: StepRecord,
+    settled: Settled,
+}
+
+/// A call's outcome besides its record, which [`FlowExecutor::finish_call`] settles in place
+/// (on the hot path the record already sits in the run's log, and is not moved again).
+struct Settled {
     /// When the call ended, on both clocks: the next call of a sequence that starts right
     /// after it can start from this reading instead of taking its own.
     ended: ClockReading,
@@ -198,26 +204,6 @@ struct CallOutcome {
     /// [`Merge::Object`]; `None` when fatal, empty for a failure `on_error: skip` let through).
     merge: Option<Merge>,
     fatal: bool,
-}
-
-/// A call's outcome besides its record, which [`FlowExecutor::finish_call`] settles in place
-/// (on the hot path the record already sits in the run's log, and is not moved again).
-struct Settled {
-    ended: ClockReading,
-    merge: Option<Merge>,
-    fatal: bool,
-}
-
-impl Settled {
-    /// The [`CallOutcome`] of this and the call's record.
-    fn with(self, record: StepRecord) -> CallOutcome {
-        CallOutcome {
-            record,
-            ended: self.ended,
-            merge: self.merge,
-            fatal: self.fatal,
-        }
-    }
 }
 
 /// One reading of the clocks: the monotonic instant and the wall-clock time it stands for.
@@ -868,8 +854,8 @@ impl FlowExecutor {
         StepOutcome {
             index,
             records: Records::One(call.record),
-            merge: call.merge,
-            fatal: call.fatal,
+            merge: call.settled.merge,
+            fatal: call.settled.fatal,
         }
     }
 
@@ -940,7 +926,7 @@ impl FlowExecutor {
             }
         };
         let settled = self.finish_call(plan, run, index, iteration, call, result, &mut record);
-        settled.with(record)
+        CallOutcome { record, settled }
     }
 
     /// [`FlowExecutor::call_step`] for calls that [`FlowExecutor::calls_inline`]. `start`: the
@@ -959,7 +945,7 @@ impl FlowExecutor {
             self.start_call(plan, run, index, iteration, context, start, &mut record);
         let result = self.call_tools_inline(plan, index, input, call.check_input, &mut record);
         let settled = self.finish_call(plan, run, index, iteration, call, result, &mut record);
-        settled.with(record)
+        CallOutcome { record, settled }
     }
 
     /// The inline call of a step's tool on `input` (its fallback's after a failure), recorded
