@@ -21,7 +21,7 @@ use tokio::process::{Child, ChildStdout};
 
 use chainweaver_recorder::model::mcp::{CallFailure, tool_outputs, unstructured};
 
-use super::manifest::{Endpoint, McpServerSpec, prefixed};
+use super::manifest::{Endpoint, McpServerSpec, is_http_url, prefixed};
 use crate::error::{Error, Result};
 use crate::tool::{JsonObject, Tool, ToolFailure, ToolFn};
 
@@ -184,12 +184,11 @@ impl McpClient {
             }
             Endpoint::Url(url) => {
                 child = None;
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                // Checked when a manifest is read; a spec built in code is checked here.
+                if !is_http_url(url) {
                     return Err(mcp_error(
                         &spec,
-                        format!(
-                            "url `{url}`: a streamable HTTP server is reached by an `http://` or `https://` URL"
-                        ),
+                        format!("url `{url}` is not an http(s) URL"),
                     ));
                 }
                 let transport = StreamableHttpClientTransport::from_uri(url.as_str());

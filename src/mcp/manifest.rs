@@ -59,6 +59,11 @@ pub enum Endpoint {
     Url(String),
 }
 
+/// True for the URLs a streamable HTTP server is reached by: `http://` and `https://`.
+pub(crate) fn is_http_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
 /// A checked `[[mcp_server]]` entry.
 #[derive(Debug, Clone)]
 pub struct McpServerSpec {
@@ -106,7 +111,7 @@ impl McpServerEntry {
                 }
             }
             (None, Some(url)) => {
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                if !is_http_url(&url) {
                     return Err(format!(
                         "mcp_server `{name}`: url `{url}` is not an http(s) URL"
                     ));
