@@ -179,33 +179,39 @@ impl SecretKey {
 #[derive(Debug, Clone)]
 pub struct RedactionPolicy {
     secret_keys: Vec<SecretKey>,
-    /// Finds the words of `secret_keys` (pattern `i` is `secret_keys[i]`) in a key in one pass:
-    /// every imported string is looked at, so one search per word was most of an import's time.
-    key_finder: Option<AhoCorasick>,
-    /// The same words as a DFA stepped byte by byte (`None` without words, or, never expected
-    /// of plain words, when it cannot be built: then text is normalized and searched).
-    word_automaton: Option<aho_corasick::dfa::DFA>,
+    /// The words of `secret_keys`, for searches; rebuilt whenever they change.
+    words: SecretWords,
     patterns: Vec<Regex>,
     /// How many of `patterns`, from the first, are the built-in ones.
     builtin_patterns: usize,
     max_string_bytes: Option<usize>,
 }
 
-/// The finder of `keys`' words; `None` when there are none (or, never expected of plain words,
-/// when the automaton cannot be built: then every key is looked at word by word).
-fn key_finder(keys: &[SecretKey]) -> Option<AhoCorasick> {
-    if keys.is_empty() {
-        return None;
-    }
-    AhoCorasick::new(keys.iter().map(|key| key.word.as_str())).ok()
+/// The secret key words, compiled two ways. Each is `None` without words (or, never expected of
+/// plain words, when it cannot be built: then keys are looked at word by word, and text is
+/// normalized and searched).
+#[derive(Debug, Clone, Default)]
+struct SecretWords {
+    /// Finds the words (pattern `i` is `secret_keys[i]`) in a key in one pass, overlapping
+    /// matches included: every imported string is looked at, so one search per word was most
+    /// of an import's time.
+    finder: Option<AhoCorasick>,
+    /// The same words as a DFA stepped byte by byte alongside the built-in literals
+    /// ([`RedactionPolicy::scan_ascii`]), which the finder's interface does not allow.
+    automaton: Option<aho_corasick::dfa::DFA>,
 }
 
-/// [`RedactionPolicy::word_automaton`] of `keys`.
-fn word_automaton(keys: &[SecretKey]) -> Option<aho_corasick::dfa::DFA> {
-    if keys.is_empty() {
-        return None;
+impl SecretWords {
+    fn of(keys: &[SecretKey]) -> Self {
+        if keys.is_empty() {
+            return Self::default();
+        }
+        let words = || keys.iter().map(|key| key.word.as_str());
+        Self {
+            finder: AhoCorasick::new(words()).ok(),
+            automaton: aho_corasick::dfa::DFA::new(words()).ok(),
+        }
     }
-    aho_corasick::dfa::DFA::new(keys.iter().map(|key| key.word.as_str())).ok()
 }
 
 impl Default for RedactionPolicy {
@@ -222,8 +228,7 @@ impl Default for RedactionPolicy {
             })
             .collect();
         Self {
-            key_finder: key_finder(&secret_keys),
-            word_automaton: word_automaton(&secret_keys),
+            words: SecretWords::of(&secret_keys),
             secret_keys,
             patterns: BUILTIN_REGEXES.clone(),
             builtin_patterns: BUILTIN_REGEXES.len(),
@@ -237,8 +242,7 @@ impl RedactionPolicy {
     pub fn none() -> Self {
         Self {
             secret_keys: Vec::new(),
-            key_finder: None,
-            word_automaton: None,
+            words: SecretWords::default(),
             patterns: Vec::new(),
             builtin_patterns: 0,
             max_string_bytes: None,
@@ -255,8 +259,7 @@ impl RedactionPolicy {
                 word,
                 exempt_suffixes: &[],
             });
-            self.key_finder = key_finder(&self.secret_keys);
-            self.word_automaton = word_automaton(&self.secret_keys);
+            self.words = SecretWords::of(&self.secret_keys);
         }
         self
     }
@@ -350,7 +353,7 @@ impl RedactionPolicy {
         if self.builtin_patterns == 0 || !text.is_ascii() {
             return None;
         }
-        let words = self.word_automaton.as_ref()?;
+        let words = self.words.automaton.as_ref()?;
         let literals = BUILTIN_LITERAL_DFA.as_ref()?;
         let mut word_state = words.start_state(Anchored::No).ok()?;
         let mut literal_state = literals.start_state(Anchored::No).ok()?;
@@ -373,7 +376,7 @@ impl RedactionPolicy {
 
     /// True when some secret key word occurs in `normalized` (exempt suffixes or not).
     fn has_secret_word(&self, normalized: &str) -> bool {
-        match &self.key_finder {
+        match &self.words.finder {
             Some(finder) => finder.is_match(normalized),
             None => self
                 .secret_keys
@@ -394,7 +397,7 @@ impl RedactionPolicy {
             Some(short) => Cow::Borrowed(short),
             None => normalize_key(key),
         };
-        let Some(finder) = &self.key_finder else {
+        let Some(finder) = &self.words.finder else {
             return self
                 .secret_keys
                 .iter()
@@ -762,7 +765,7 @@ mod tests {
     #[test]
     fn every_built_in_pattern_has_a_literal_of_the_prefilter() {
         // One match of each pattern, each found through the prefilter.
-        for (example, pattern) in [
+        let examples = [
             ("Authorization: Bearer abc.def", 0),
             ("sk-abcdefghijklmnop1234", 1),
             ("AKIAABCDEFGHIJKLMNOP", 2),
@@ -778,7 +781,14 @@ mod tests {
             ("postgres://user:hunter2@db", 9),
             ("{'api_key': 'abc'}", 10),
             ("?password=hunter2", 11),
-        ] {
+        ];
+        let covered: Vec<usize> = examples.iter().map(|(_, pattern)| *pattern).collect();
+        assert_eq!(
+            covered,
+            (0..BUILTIN_PATTERNS.len()).collect::<Vec<_>>(),
+            "an example for every built-in pattern, so a new one needs its literal"
+        );
+        for (example, pattern) in examples {
             let regex = Regex::new(BUILTIN_PATTERNS[pattern]).unwrap_or_else(|e| panic!("{e}"));
             assert!(regex.is_match(example), "pattern {pattern} on {example}");
             assert!(builtin_pattern_matches(example), "{example}");
