@@ -405,7 +405,7 @@ fn gzip_json_resends_redaction_and_bad_requests() {
     for file in ["chainweaver.db", "chainweaver.db-wal"] {
         let bytes = std::fs::read(dir.path().join(file)).unwrap_or_default();
         assert!(
-            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            !crate::holds_bytes(&bytes, secret),
             "{file} holds the secret"
         );
     }

@@ -6,7 +6,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::{chainweaver, shared_datasets};
+use crate::{chainweaver, holds_bytes, shared_datasets};
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
@@ -246,8 +246,6 @@ fn redaction_flags_add_rules_or_turn_it_off() {
     std::fs::write(dir.path().join("sim.json"), document.to_string()).unwrap();
 
     let db_bytes = |store: &str| std::fs::read(dir.path().join(store)).unwrap();
-    let has =
-        |bytes: &[u8], needle: &str| bytes.windows(needle.len()).any(|w| w == needle.as_bytes());
 
     let output = chainweaver(
         dir.path(),
@@ -260,7 +258,7 @@ fn redaction_flags_add_rules_or_turn_it_off() {
         "ZX-99-ALPHA-7",
         "9u8y7t6r5e4w3q2a1s0d",
     ] {
-        assert!(has(&off, needle), "--no-redact keeps {needle}");
+        assert!(holds_bytes(&off, needle), "--no-redact keeps {needle}");
     }
 
     let output = chainweaver(
@@ -288,7 +286,7 @@ fn redaction_flags_add_rules_or_turn_it_off() {
         "ZX-99-ALPHA-7",
         "9u8y7t6r5e4w3q2a1s0d",
     ] {
-        assert!(!has(&on, needle), "redaction leaves {needle}");
+        assert!(!holds_bytes(&on, needle), "redaction leaves {needle}");
     }
 
     let output = chainweaver(
@@ -433,7 +431,7 @@ fn a_result_file_the_bfcl_harness_wrote_imports_with_its_counts() {
         {
             let bytes = std::fs::read(&path).unwrap();
             assert!(
-                !bytes.windows(13).any(|w| w == b"securePass123"),
+                !holds_bytes(&bytes, "securePass123"),
                 "a password reached {}",
                 path.display()
             );

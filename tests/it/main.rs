@@ -29,6 +29,14 @@ pub fn chainweaver(dir: &Path, args: &[&str]) -> Output {
         .expect("the chainweaver binary runs")
 }
 
+/// True when `needle` occurs in `bytes`: a byte search of a store's files, which finds what a
+/// query of the store would not (a freed page, the write-ahead log).
+pub fn holds_bytes(bytes: &[u8], needle: &str) -> bool {
+    bytes
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
 /// The shared real-trace datasets, `../shared/datasets` beside the workspace root (or
 /// `CHAINWEAVER_DATASETS`). `None` skips a test on a developer machine without them; under CI
 /// (`CI` set) a missing folder fails the test instead.
