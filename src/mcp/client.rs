@@ -3,11 +3,11 @@
 //! [`McpClient::connect`] starts the server (or reaches its URL), negotiates the protocol era
 //! (`server/discover` first, the `initialize` handshake when the server is of the older era),
 //! and lists its tools; [`McpClient::tools`] turns each into a [`Tool`] whose async function
-//! calls it. The connection lives on the MCP runtime (one background thread for every client),
+//! calls it. The connection lives on the tools' background runtime (one thread for every client),
 //! so tools built here work from any caller, blocking or async.
 
 use std::process::Stdio;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use rmcp::RoleClient;
 use rmcp::model::{
@@ -25,31 +25,14 @@ use super::manifest::{Endpoint, McpServerSpec, is_http_url, prefixed};
 use crate::error::{Error, Result};
 use crate::tool::{JsonObject, Tool, ToolFailure, ToolFn};
 
-/// The runtime every MCP connection's background task runs on.
-fn runtime() -> Result<&'static tokio::runtime::Runtime> {
-    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
-        OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("mcp-client")
-                .enable_all()
-                .build()
-                .map_err(|err| err.to_string())
-        })
-        .as_ref()
-        .map_err(|message| Error::Runtime(message.clone()))
-}
-
-/// Run `future` to completion on the MCP runtime, from any context (a caller inside another
+/// Run `future` to completion on the background runtime, from any context (a caller inside another
 /// runtime included).
 fn block_on_mcp<F, T>(future: F) -> Result<T>
 where
     F: Future<Output = Result<T>> + Send + 'static,
     T: Send + 'static,
 {
-    let runtime = runtime()?;
+    let runtime = crate::tool::background::runtime()?;
     let handle = runtime.spawn(future);
     let joined = std::thread::scope(|scope| {
         scope

@@ -7,6 +7,8 @@
 //! argv = ["python3", "add.py"]          # relative paths resolve against the manifest's folder
 //! timeout_seconds = 5
 //! read_only = true
+//! persistent = false                    # true: one process answers many calls (see below)
+//! workers = 1                           # persistent tools: processes for calls in flight
 //! input_schema = { type = "object", properties = { a = { type = "number" } }, required = ["a"] }
 //! output_schema = { type = "object" }
 //! ```
@@ -17,6 +19,10 @@
 //! on stdout. A non-zero exit, a missing program or output that is not JSON fails the call with
 //! a message naming the tool and the manifest. On timeout the child is killed. A tool without
 //! `timeout_seconds` gets [`DEFAULT_TIMEOUT_SECONDS`], so a stuck program never hangs a run.
+//!
+//! Starting a process per call costs about a millisecond. A tool called often can be
+//! `persistent`: its program starts once and answers each call as one JSON line (the protocol
+//! is in [`worker`](super::worker)'s documentation and the README's manifest section).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -27,6 +33,7 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
 use crate::error::{Error, Result};
+use crate::tool::worker::WorkerPool;
 use crate::tool::{JsonObject, Tool, ToolFailure, ToolFn, ToolRegistry, any_object_schema};
 
 /// The timeout of a command tool whose manifest entry does not set one.
@@ -62,16 +69,20 @@ struct ManifestTool {
     max_output_size: Option<usize>,
     #[serde(default)]
     schema_version: Option<String>,
+    #[serde(default)]
+    persistent: bool,
+    #[serde(default)]
+    workers: Option<usize>,
 }
 
 /// How one command tool is started.
 #[derive(Debug, Clone)]
-struct CommandSpec {
-    tool: String,
-    manifest: PathBuf,
-    program: PathBuf,
-    args: Vec<String>,
-    dir: PathBuf,
+pub(crate) struct CommandSpec {
+    pub(crate) tool: String,
+    pub(crate) manifest: PathBuf,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) dir: PathBuf,
 }
 
 /// Read a manifest file and build its tools.
@@ -147,10 +158,34 @@ pub fn parse_manifest(text: &str, path: &Path, dir: &Path) -> Result<ToolRegistr
             args: args.to_vec(),
             dir: dir.to_path_buf(),
         });
-        let function = ToolFn::Async(Arc::new(move |input: JsonObject| {
-            let spec = Arc::clone(&spec);
-            Box::pin(async move { run_command(&spec, input).await })
-        }));
+        let function = match (entry.persistent, entry.workers) {
+            (false, Some(_)) => {
+                return Err(manifest_error(format!(
+                    "tool `{}`: `workers` is for persistent tools (set `persistent = true`)",
+                    entry.name
+                )));
+            }
+            (true, Some(0)) => {
+                return Err(manifest_error(format!(
+                    "tool `{}`: `workers` must be at least 1",
+                    entry.name
+                )));
+            }
+            (true, workers) => {
+                let pool = Arc::new(WorkerPool::new(
+                    spec,
+                    workers.unwrap_or(1),
+                    entry.max_output_size,
+                ));
+                ToolFn::Async(Arc::new(move |input: JsonObject| {
+                    Box::pin(Arc::clone(&pool).call(input))
+                }))
+            }
+            (false, None) => ToolFn::Async(Arc::new(move |input: JsonObject| {
+                let spec = Arc::clone(&spec);
+                Box::pin(async move { run_command(&spec, input).await })
+            })),
+        };
         let tool = Tool::builder(entry.name.clone(), function)
             .description(entry.description)
             .input_schema(input_schema)
@@ -256,7 +291,8 @@ async fn run_command(spec: &CommandSpec, input: JsonObject) -> Result<Value, Too
     })
 }
 
-fn tail(text: &str, max: usize) -> &str {
+/// The last `max` bytes of `text` (fewer, to start on a character).
+pub(crate) fn tail(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }

@@ -4,7 +4,9 @@
 //! caller's wait with `timeout_seconds`, caps the output size, and carries a `schema_hash` that
 //! keys the step cache. [`command`] builds tools from a TOML manifest of external commands.
 
+pub(crate) mod background;
 pub mod command;
+mod worker;
 
 use std::collections::BTreeMap;
 use std::fmt;

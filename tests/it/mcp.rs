@@ -627,6 +627,96 @@ fn serve_flows_to_the_python_client_in_both_eras() {
     }
 }
 
+/// `serve` over a persistent command tool: one worker process answers every call of the served
+/// flow (it reports its pid), and a worker's own error answer is the flow's tool error.
+#[test]
+fn serve_a_flow_over_a_persistent_command_tool() {
+    if !python_mcp() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("worker.py"),
+        r#"import json, os, sys
+for line in sys.stdin:
+    call = json.loads(line)
+    n = call["input"]["n"]
+    if n < 0:
+        answer = {"id": call["id"], "error": {"type": "NegativeN", "message": f"n is {n}"}}
+    else:
+        answer = {"id": call["id"], "output": {"n": n, "pid": os.getpid()}}
+    print(json.dumps(answer), flush=True)
+"#,
+    )
+    .unwrap();
+    let manifest = dir.path().join("tools.toml");
+    std::fs::write(
+        &manifest,
+        r#"[[tool]]
+name = "count"
+argv = ["python3", "./worker.py"]
+persistent = true
+read_only = true
+input_schema = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+"#,
+    )
+    .unwrap();
+    let flow = dir.path().join("counted.json");
+    std::fs::write(
+        &flow,
+        json!({"name": "counted", "steps": [{"tool_name": "count", "input_mapping": {"n": "n"}}]})
+            .to_string(),
+    )
+    .unwrap();
+    let registered = crate::chainweaver(
+        dir.path(),
+        &[
+            "flows",
+            "register",
+            flow.to_str().unwrap(),
+            "--tools",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(registered.status.success(), "{registered:?}");
+    let store = dir.path().join("chainweaver.db");
+    let serve = [
+        env!("CARGO_BIN_EXE_chainweaver"),
+        "--store",
+        store.to_str().unwrap(),
+        "serve",
+        "--tools",
+        manifest.to_str().unwrap(),
+    ];
+    let calls: Vec<Value> = [1, 2, -3, 4]
+        .iter()
+        .map(|n| json!({"op": "call", "name": "counted", "arguments": {"n": n}}))
+        .collect();
+    let document = python_client("auto", &serve, &Value::Array(calls));
+    let results = document["results"].as_array().unwrap();
+    let answered: Vec<(i64, i64)> = [0, 1, 3]
+        .iter()
+        .map(|&at| {
+            let output = &results[at]["structuredContent"];
+            assert_eq!(results[at]["isError"], json!(false), "{}", results[at]);
+            (
+                output["n"].as_i64().unwrap(),
+                output["pid"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answered.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        [1, 2, 4]
+    );
+    let pid = answered[0].1;
+    assert!(answered.iter().all(|(_, p)| *p == pid), "{answered:?}");
+    let failed = &results[2];
+    assert_eq!(failed["isError"], json!(true), "{failed}");
+    let text = failed["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("n is -3") && text.contains("count"), "{text}");
+}
+
 #[test]
 fn chain_tools_are_managed_through_mcp_in_both_eras() {
     if !python_mcp() {
