@@ -110,22 +110,18 @@ pub fn run(args: ServeArgs, global: &Global) -> anyhow::Result<u8> {
     if args.list {
         return list(&server, global);
     }
+    let Some(address) = args.http else {
+        wire::serve_stdio_blocking(server).map_err(lib_failure)?;
+        return Ok(exit::OK);
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the server's runtime")?;
     runtime
-        .block_on(async {
-            match args.http {
-                Some(address) => {
-                    wire::serve_http(server, address, |bound| {
-                        eprintln!("serve: streamable HTTP on http://{bound}/mcp");
-                    })
-                    .await
-                }
-                None => wire::serve_stdio(server).await,
-            }
-        })
+        .block_on(wire::serve_http(server, address, |bound| {
+            eprintln!("serve: streamable HTTP on http://{bound}/mcp");
+        }))
         .map_err(lib_failure)?;
     Ok(exit::OK)
 }

@@ -152,6 +152,20 @@ fn scope<'a>(
     }
 }
 
+/// What every concurrent iteration of one map step shares.
+#[derive(Clone, Copy)]
+struct Iteration<'p, 'a> {
+    plan: &'a RunPlan<'p>,
+    run: &'a Run<'p>,
+    progress: &'a Mutex<Progress>,
+    index: usize,
+    for_each: &'a ForEach,
+    context: &'a JsonObject,
+    offload: bool,
+    stop: &'a AtomicBool,
+    pending: &'a [(usize, &'a Value)],
+}
+
 impl FlowExecutor {
     /// Run a map step: its iterations (those a resumed run has not restored), at most
     /// `concurrency` at once, then the array of results under `output_key`.
@@ -238,27 +252,26 @@ impl FlowExecutor {
                 }
             }
         } else {
-            let calls: Vec<Option<(usize, CallOutcome)>> =
-                futures::stream::iter(pending.into_iter().map(|(element_index, element)| {
-                    async move {
-                        // After a fatal failure no further iteration starts.
-                        if stop.load(Ordering::SeqCst) {
-                            return None;
-                        }
-                        let scoped = scope(context, for_each, element);
-                        let call = self
-                            .call_step_fast(plan, run, index, Some(element_index), scoped, offload)
-                            .await;
-                        if call.settled.fatal {
-                            stop.store(true, Ordering::SeqCst);
-                        }
-                        self.save_iteration(run, progress, index, element_index, &call);
-                        Some((element_index, call))
-                    }
-                }))
-                .buffer_unordered(concurrency)
-                .collect()
-                .await;
+            let iteration = Iteration {
+                plan,
+                run,
+                progress,
+                index,
+                for_each,
+                context,
+                offload,
+                stop,
+                pending: &pending,
+            };
+            let iteration = &iteration;
+            // Positions in `pending`, not its references: a closure taking a reference trips
+            // the compiler's proof that the run's future is `Send` (which the MCP server needs).
+            let calls: Vec<Option<(usize, CallOutcome)>> = futures::stream::iter(
+                (0..pending.len()).map(|at| self.run_iteration(iteration, at)),
+            )
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
             for (element_index, call) in calls.into_iter().flatten() {
                 settle(element_index, call);
             }
@@ -286,6 +299,39 @@ impl FlowExecutor {
             merge: Some(Merge::Object(merge)),
             fatal: false,
         }
+    }
+
+    /// The iteration of the `at`th pending element of a map step whose iterations run at once;
+    /// `None` when a fatal failure came first.
+    async fn run_iteration(
+        &self,
+        iteration: &Iteration<'_, '_>,
+        at: usize,
+    ) -> Option<(usize, CallOutcome)> {
+        let Iteration {
+            plan,
+            run,
+            progress,
+            index,
+            for_each,
+            context,
+            offload,
+            stop,
+            pending,
+        } = *iteration;
+        if stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        let (element_index, element) = *pending.get(at)?;
+        let scoped = scope(context, for_each, element);
+        let call = self
+            .call_step_fast(plan, run, index, Some(element_index), scoped, offload)
+            .await;
+        if call.settled.fatal {
+            stop.store(true, Ordering::SeqCst);
+        }
+        self.save_iteration(run, progress, index, element_index, &call);
+        Some((element_index, call))
     }
 
     /// A map step that failed before any iteration (its list, selection or output key): one

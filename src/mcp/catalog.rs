@@ -10,7 +10,7 @@
 use serde_json::{Map, Value, json};
 
 use chainweaver_recorder::model::flow::{
-    FlowDefinition, FlowServing, FlowStatus, RegisteredFlow, SafetyContract, SideEffects,
+    FlowDefinition, FlowServing, FlowStatus, OnError, RegisteredFlow, SafetyContract, SideEffects,
 };
 
 use crate::flow::{flow_description, flow_input_schema, step_views};
@@ -47,6 +47,9 @@ pub struct ServedFlow {
     pub descriptor: Value,
     /// True when the flow is a chain tool (answers in the chain output shape).
     pub is_chain: bool,
+    /// True when a step's tool (or fallback) is a blocking function, which must not run on
+    /// the server's runtime threads.
+    pub calls_blocking_tools: bool,
 }
 
 /// The safety a flow runs with: its declaration, else one derived when every tool declared
@@ -150,6 +153,15 @@ pub fn select(
     (chosen, warnings)
 }
 
+/// Whether a step of `flow` calls a blocking tool (its own or its fallback).
+fn calls_blocking_tools(flow: &FlowDefinition, tools: &ToolRegistry) -> bool {
+    let blocking = |name: &str| tools.get(name).is_some_and(|tool| !tool.is_async());
+    step_views(flow).iter().any(|view| {
+        blocking(&view.step.tool_name)
+            || matches!(&view.step.on_error, OnError::Fallback(name) if blocking(name))
+    })
+}
+
 /// A registered flow as a served tool, named `PREFIX__name` with a prefix.
 pub fn served_flow(
     registered: &RegisteredFlow,
@@ -173,6 +185,7 @@ pub fn served_flow(
         flow: registered.definition.clone(),
         status: registered.status,
         is_chain: serving.chain_config.is_some(),
+        calls_blocking_tools: calls_blocking_tools(&registered.definition, tools),
         serving,
     }
 }

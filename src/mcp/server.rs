@@ -168,16 +168,24 @@ impl FlowServer {
             .ok()
             .and_then(|s| s.get(name).cloned())
             .ok_or_else(|| CallRejected::UnknownTool(name.to_string()))?;
-        // On a blocking thread of the runtime, driven by its handle: the executor's future is
-        // not provably `Send`, which the MCP library asks of a handler's future.
-        let executor = Arc::clone(&self.executor);
-        let flow = served.flow.clone();
-        let handle = tokio::runtime::Handle::current();
-        let outcome = tokio::task::spawn_blocking(move || {
-            handle.block_on(executor.execute_async(&flow, arguments, &RunOptions::default()))
-        })
-        .await
-        .unwrap_or_else(|err| Err(Error::Runtime(format!("the flow's task failed: {err}"))));
+        let outcome = if served.calls_blocking_tools {
+            // A blocking tool runs inline in the executor: on a blocking thread of the
+            // runtime, driven by its handle, so it never holds a runtime thread.
+            let executor = Arc::clone(&self.executor);
+            let flow = served.flow.clone();
+            let handle = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                handle.block_on(executor.execute_async(&flow, arguments, &RunOptions::default()))
+            })
+            .await
+            .unwrap_or_else(|err| Err(Error::Runtime(format!("the flow's task failed: {err}"))))
+        } else {
+            // Only async tools (commands, MCP servers): the run is awaited here, without a
+            // thread hand-off per call.
+            self.executor
+                .execute_async(&served.flow, arguments, &RunOptions::default())
+                .await
+        };
         let result = match (outcome, served.is_chain) {
             (Ok(result), true) => chain_result(&result),
             (Ok(result), false) => flow_result(&result),

@@ -136,7 +136,7 @@ pub async fn serve_stdio(server: FlowServer) -> Result<()> {
         peers: Arc::default(),
     };
     let running = handler
-        .serve(rmcp::transport::stdio())
+        .serve((stdin_reader(), StdoutWriter(std::io::stdout())))
         .await
         .map_err(|err| serve_error(format!("the stdio session did not start: {err}")))?;
     running
@@ -144,6 +144,58 @@ pub async fn serve_stdio(server: FlowServer) -> Result<()> {
         .await
         .map_err(|err| serve_error(format!("the stdio session stopped: {err}")))?;
     Ok(())
+}
+
+/// [`serve_stdio`] on the runtime where command and MCP tools keep their connections (see
+/// [`crate::tool`]), so a call reaches a persistent tool or an MCP server without a hand-off to
+/// another thread. Blocks until the client closes the connection; not from inside a runtime.
+pub fn serve_stdio_blocking(server: FlowServer) -> Result<()> {
+    crate::tool::background::runtime()?.block_on(serve_stdio(server))
+}
+
+/// Stdin for the session: read through the runtime's reactor when it is a pipe (as when a
+/// client starts the server), so a message wakes the session directly; otherwise (a file, a
+/// terminal) through tokio's stdin, which reads on a blocking thread.
+fn stdin_reader() -> Box<dyn tokio::io::AsyncRead + Send + Unpin> {
+    use std::os::fd::AsFd;
+    let pipe = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .ok()
+        .and_then(|fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok());
+    match pipe {
+        Some(pipe) => Box::new(pipe),
+        None => Box::new(tokio::io::stdin()),
+    }
+}
+
+/// Stdout for the session, written in place: an answer is a few kilobytes at most, which a
+/// pipe takes at once, where tokio's stdout would hand each write to a blocking thread. A
+/// client that stops reading stops the session either way.
+struct StdoutWriter(std::io::Stdout);
+
+impl tokio::io::AsyncWrite for StdoutWriter {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(std::io::Write::write(&mut self.0, buf))
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(std::io::Write::flush(&mut self.0))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.poll_flush(cx)
+    }
 }
 
 /// Serve streamable HTTP at `http://ADDRESS/mcp` until the process is stopped; `bound` is told
