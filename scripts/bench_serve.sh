@@ -4,8 +4,9 @@
 # FlowServer (pip `chainweaver[mcp]==0.14.1`, installed in a venv under the target dir).
 #
 # The flow has one step, `echo`, returning the `n` it is given. In ChainWeaver (Rust) the step is a
-# command tool (`cat`: one process per call, as command tools run); in the Python package it is an
-# in-process function.
+# command tool: `cat` (one process per call, as command tools run by default), then
+# scripts/bench_serve_worker.py as a persistent tool (started once, a JSON line per call); in the
+# Python package it is an in-process function.
 #
 # `chainweaver serve` also runs the flow over the `echo` of an MCP server (the npm everything
 # server, when .ci/run has installed it), a process that stays up.
@@ -14,8 +15,10 @@
 # examples/bench_serve.rs, a program on the library's FlowServer (the like-for-like comparison;
 # `chainweaver serve` has no in-process tools).
 #
-# Then the same with scripts/bench_serve_raw_client.py, a minimal JSON-lines client, so the
-# servers' own pace shows.
+# Each server is driven by three clients: the official Python SDK's (bench_serve_client.py), a
+# minimal Python one (bench_serve_raw_client.py: JSON lines on two threads, no SDK) and
+# examples/serve_load.rs (the same in Rust), which costs the least per call, so the servers' own
+# pace shows.
 #
 # Usage: scripts/bench_serve.sh [CALLS]      (PROFILE=debug to time the debug build)
 set -euo pipefail
@@ -27,12 +30,13 @@ VENV="$TARGET/bench-venv"
 
 # --workspace: the binary's feature set, so nothing recompiles for the benchmark.
 if [ "$PROFILE" = release ]; then
-  cargo build --release --workspace --bin chainweaver --example bench_serve
+  cargo build --release --workspace --bin chainweaver --example bench_serve --example serve_load
 else
-  cargo build --workspace --bin chainweaver --example bench_serve
+  cargo build --workspace --bin chainweaver --example bench_serve --example serve_load
 fi
 BIN="$(cd "$TARGET/$PROFILE" && pwd)/chainweaver"
 LIB_SERVER="$(cd "$TARGET/$PROFILE/examples" && pwd)/bench_serve"
+LOAD="$(cd "$TARGET/$PROFILE/examples" && pwd)/serve_load"
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install --quiet --disable-pip-version-check 'chainweaver[mcp]==0.14.1'
@@ -54,6 +58,22 @@ cat > "$WORK/echo_flow.json" <<'JSON'
  "steps": [{"tool_name": "echo", "input_mapping": {"n": "n"}}]}
 JSON
 "$BIN" --store "$WORK/cw.db" flows register "$WORK/echo_flow.json" --tools "$WORK/tools.toml" >/dev/null
+
+# The same tool as a persistent command tool: one Python process answers every call.
+mkdir -p "$WORK/worker"
+cat > "$WORK/worker/tools.toml" <<TOML
+[[tool]]
+name = "echo"
+description = "Return n"
+argv = ["python3", "$(pwd)/scripts/bench_serve_worker.py"]
+persistent = true
+workers = 2
+read_only = true
+input_schema = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+output_schema = { type = "object", properties = { n = { type = "integer" } }, required = ["n"] }
+TOML
+"$BIN" --store "$WORK/worker/cw.db" flows register "$WORK/echo_flow.json" \
+  --tools "$WORK/worker/tools.toml" >/dev/null
 
 # `chainweaver serve` once more, its step the `echo` tool of a long-running MCP server (the npm
 # "everything" server that .ci/run installs under the target dir), so no process starts per call.
@@ -78,23 +98,36 @@ JSON
 fi
 
 PY="$(cd "$VENV/bin" && pwd)/python"
-# The servers, 1 and 16 calls in flight, driven by one client script: the official Python
-# SDK's (bench_serve_client.py), then a minimal one (bench_serve_raw_client.py: JSON lines on two
-# threads, no SDK), which costs far less per call than either server, so their own pace shows.
-for client in bench_serve_client.py bench_serve_raw_client.py; do
+# One client driving one server: `drive CLIENT CONCURRENCY -- SERVER...`.
+drive() {
+  local client="$1" concurrency="$2"
+  shift 3
+  case "$client" in
+    serve_load)
+      # The server's peak memory (max RSS of the server process) beside its pace.
+      "$LOAD" "$CALLS" "$concurrency" echo_flow -- /usr/bin/time -o "$WORK/peak" -f "%M" "$@"
+      sleep 0.2
+      echo "  server peak memory: $(tail -1 "$WORK/peak") KiB"
+      ;;
+    *) python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- "$@" ;;
+  esac
+}
+for client in bench_serve_client.py bench_serve_raw_client.py serve_load; do
   for concurrency in 1 16; do
-    echo "rust (chainweaver serve, $PROFILE build), $client, $concurrency in flight:"
-    python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- \
+    echo "rust (chainweaver serve, $PROFILE build, cat per call), $client, $concurrency in flight:"
+    drive "$client" "$concurrency" -- \
       "$BIN" --store "$WORK/cw.db" serve --tools "$WORK/tools.toml" --flow echo_flow
+    echo "rust (chainweaver serve, $PROFILE build, persistent Python tool), $client, $concurrency in flight:"
+    drive "$client" "$concurrency" -- \
+      "$BIN" --store "$WORK/worker/cw.db" serve --tools "$WORK/worker/tools.toml" --flow echo_flow
     if [ -f "$WORK/mcp/cw.db" ]; then
       echo "rust (chainweaver serve, $PROFILE build, MCP echo tool), $client, $concurrency in flight:"
-      python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- \
+      drive "$client" "$concurrency" -- \
         "$BIN" --store "$WORK/mcp/cw.db" serve --tools "$WORK/mcp/tools.toml" --flow echo_flow
     fi
     echo "rust (library FlowServer, in-process tool, examples/bench_serve.rs), $client, $concurrency in flight:"
-    python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- "$LIB_SERVER"
+    drive "$client" "$concurrency" -- "$LIB_SERVER"
     echo "python (chainweaver[mcp] 0.14.1 FlowServer), $client, $concurrency in flight:"
-    python3 "scripts/$client" --calls "$CALLS" --concurrency "$concurrency" -- \
-      "$PY" scripts/bench_serve_python.py 2>/dev/null
+    drive "$client" "$concurrency" -- "$PY" scripts/bench_serve_python.py 2>/dev/null
   done
 done
