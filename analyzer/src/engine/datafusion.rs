@@ -116,7 +116,8 @@ fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
     })
 }
 
-/// Runs [`CountingQuery::frequent_sql`] and reads its rows back.
+/// The rows [`CountingQuery::frequent_sql`] answers (lengths `min_length..=max_length + 1`),
+/// counted level by level with [`CountingQuery::level_sql`].
 async fn frequent_rows(
     source: &StepSource,
     stream: Option<Vec<RecordBatch>>,
@@ -196,52 +197,65 @@ async fn frequent_rows(
     context
         .register_table(steps::TABLE, frame.into_view())
         .map_err(text)?;
-    let batches = context
-        .sql(&query.frequent_sql())
-        .await
-        .map_err(text)?
-        .collect()
-        .await
-        .map_err(text)?;
+    // Level by level, each length counted over the n-grams the frequent patterns one shorter
+    // allow, up to one past the longest reported (closedness needs it) or the first empty level.
     let mut rows = Vec::new();
-    for batch in &batches {
-        read_rows(batch, query, &mut rows)?;
+    let mut previous: Option<String> = None;
+    for length in 1..=query.max_length + 1 {
+        let batches = context
+            .sql(&query.level_sql(length, previous.as_deref()))
+            .await
+            .map_err(text)?
+            .collect()
+            .await
+            .map_err(text)?;
+        let Some(schema) = batches
+            .iter()
+            .find(|batch| batch.num_rows() > 0)
+            .map(RecordBatch::schema)
+        else {
+            break;
+        };
+        if length >= query.min_length {
+            for batch in &batches {
+                read_level(batch, length, &mut rows)?;
+            }
+        }
+        let name = format!("frequent_{length}");
+        let table = MemTable::try_new(schema, vec![batches]).map_err(text)?;
+        context
+            .register_table(name.as_str(), Arc::new(table))
+            .map_err(text)?;
+        previous = Some(name);
     }
     Ok(rows)
 }
 
-/// The rows of one result batch.
-fn read_rows(
+/// The patterns of one level's result batch (`tool_0 ..`, `support`, `occurrences`).
+fn read_level(
     batch: &RecordBatch,
-    query: &CountingQuery,
+    length: usize,
     rows: &mut Vec<CountedPattern>,
 ) -> Result<(), String> {
-    let int = |name: &str| -> Result<ArrayRef, String> {
+    let column = |name: &str, to: &DataType| -> Result<ArrayRef, String> {
         let column = batch
             .column_by_name(name)
             .ok_or_else(|| format!("no column {name}"))?;
-        cast(column, &DataType::Int64).map_err(|e| e.to_string())
+        cast(column, to).map_err(|e| e.to_string())
     };
-    let (length, support, occurrences) = (int("length")?, int("support")?, int("occurrences")?);
-    let (length, support, occurrences) = (
-        length.as_primitive::<Int64Type>(),
+    let (support, occurrences) = (
+        column("support", &DataType::Int64)?,
+        column("occurrences", &DataType::Int64)?,
+    );
+    let (support, occurrences) = (
         support.as_primitive::<Int64Type>(),
         occurrences.as_primitive::<Int64Type>(),
     );
-    let tools: Vec<ArrayRef> = (0..=query.max_length)
-        .map(|i| {
-            let name = tool_column(i);
-            let column = batch
-                .column_by_name(&name)
-                .ok_or_else(|| format!("no column {name}"))?;
-            cast(column, &DataType::Utf8).map_err(|e| e.to_string())
-        })
+    let tools: Vec<ArrayRef> = (0..length)
+        .map(|i| column(&tool_column(i), &DataType::Utf8))
         .collect::<Result<_, _>>()?;
     for row in 0..batch.num_rows() {
-        let n = usize::try_from(length.value(row))
-            .unwrap_or(0)
-            .min(tools.len());
-        let names = tools[..n]
+        let names = tools
             .iter()
             .map(|column| {
                 let column = column.as_string::<i32>();

@@ -116,6 +116,71 @@ impl CountingQuery {
         sql
     }
 
+    /// The patterns of exactly `length` tools that occur in at least `min_support` traces, level
+    /// by level: with `previous` (a relation of the frequent patterns one shorter, columns
+    /// `tool_0 ..`), only the n-grams whose prefix and suffix are both in it are counted, which
+    /// loses nothing (a pattern's support is at most its prefix's and its suffix's) and keeps
+    /// the long, rare n-grams that make up most of a large log out of the group-by. Support is
+    /// counted in two phases (per trace, then per pattern) rather than with
+    /// `COUNT(DISTINCT ...)`, so an engine can spill both. Columns: `tool_0 ..`, `support`,
+    /// `occurrences`.
+    pub fn level_sql(&self, length: usize, previous: Option<&str>) -> String {
+        let length = length.max(1);
+        let keys: Vec<String> = (0..length).map(tool_column).collect();
+        let window = format!(
+            "OVER (PARTITION BY {} ORDER BY {})",
+            steps::TRACE_ID,
+            steps::STEP_INDEX
+        );
+        let mut sql = format!(
+            "WITH grams AS (\n  SELECT {}, {} AS {}",
+            steps::TRACE_ID,
+            steps::TOOL_NAME,
+            tool_column(0)
+        );
+        for i in 1..length {
+            let _ = write!(
+                sql,
+                ",\n    LEAD({}, {i}) {window} AS {}",
+                steps::TOOL_NAME,
+                tool_column(i)
+            );
+        }
+        let _ = writeln!(sql, "\n  FROM {}\n)", steps::TABLE);
+        let selected: Vec<String> = keys.iter().map(|k| format!("g.{k}")).collect();
+        let _ = write!(
+            sql,
+            ", kept AS (\n  SELECT g.{}, {}\n  FROM grams g",
+            steps::TRACE_ID,
+            selected.join(", ")
+        );
+        if let Some(previous) = previous.filter(|_| length > 1) {
+            for (alias, shift) in [("p", 0), ("s", 1)] {
+                let on: Vec<String> = (0..length - 1)
+                    .map(|i| format!("{alias}.{} = g.{}", tool_column(i), tool_column(i + shift)))
+                    .collect();
+                let _ = write!(sql, "\n  JOIN {previous} {alias} ON {}", on.join(" AND "));
+            }
+        }
+        let _ = writeln!(
+            sql,
+            "\n  WHERE g.{} IS NOT NULL\n)",
+            tool_column(length - 1)
+        );
+        let keys = keys.join(", ");
+        let _ = writeln!(
+            sql,
+            ", per_trace AS (\n  SELECT {keys}, {id}, COUNT(*) AS occurrences FROM kept GROUP BY {keys}, {id}\n)",
+            id = steps::TRACE_ID
+        );
+        let _ = writeln!(
+            sql,
+            "SELECT {keys}, COUNT(*) AS support, SUM(occurrences) AS occurrences\nFROM per_trace GROUP BY {keys}\nHAVING COUNT(*) >= {min}",
+            min = self.min_support
+        );
+        sql
+    }
+
     /// `SELECT * FROM (...) AS name`: the relations `<prefix>_<n>` for `n` from `min_length` to
     /// `longest`, padded to the result columns and stacked.
     fn union(&self, prefix: &str, longest: usize, name: &str) -> String {
@@ -298,6 +363,27 @@ mod tests {
             "{closed}"
         );
         assert_eq!(query.columns(), 7);
+    }
+
+    #[test]
+    fn a_level_counts_only_what_its_prefix_and_suffix_allow() {
+        let query = CountingQuery::new(2, 2, 3);
+        let first = query.level_sql(1, None);
+        assert!(!first.contains("LEAD"), "{first}");
+        assert!(!first.contains("JOIN"), "{first}");
+        let third = query.level_sql(3, Some("frequent_2"));
+        assert!(third.contains("LEAD(tool_name, 2)"), "{third}");
+        assert!(!third.contains("LEAD(tool_name, 3)"), "{third}");
+        assert!(
+            third.contains("JOIN frequent_2 p ON p.tool_0 = g.tool_0 AND p.tool_1 = g.tool_1"),
+            "{third}"
+        );
+        assert!(
+            third.contains("JOIN frequent_2 s ON s.tool_0 = g.tool_1 AND s.tool_1 = g.tool_2"),
+            "{third}"
+        );
+        assert!(third.contains("HAVING COUNT(*) >= 2"), "{third}");
+        assert!(!third.contains("DISTINCT"), "{third}");
     }
 
     #[test]
