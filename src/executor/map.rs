@@ -309,28 +309,28 @@ impl FlowExecutor {
         at: usize,
     ) -> Option<(usize, CallOutcome)> {
         let Iteration {
-            plan,
-            run,
-            progress,
-            index,
-            for_each,
-            context,
-            offload,
-            stop,
-            pending,
+            plan, run, index, ..
         } = *iteration;
-        if stop.load(Ordering::SeqCst) {
+        // After a fatal failure no further iteration starts.
+        if iteration.stop.load(Ordering::SeqCst) {
             return None;
         }
-        let (element_index, element) = *pending.get(at)?;
-        let scoped = scope(context, for_each, element);
+        let (element_index, element) = *iteration.pending.get(at)?;
+        let scoped = scope(iteration.context, iteration.for_each, element);
         let call = self
-            .call_step_fast(plan, run, index, Some(element_index), scoped, offload)
+            .call_step_fast(
+                plan,
+                run,
+                index,
+                Some(element_index),
+                scoped,
+                iteration.offload,
+            )
             .await;
         if call.settled.fatal {
-            stop.store(true, Ordering::SeqCst);
+            iteration.stop.store(true, Ordering::SeqCst);
         }
-        self.save_iteration(run, progress, index, element_index, &call);
+        self.save_iteration(run, iteration.progress, index, element_index, &call);
         Some((element_index, call))
     }
 

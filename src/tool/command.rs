@@ -21,8 +21,8 @@
 //! `timeout_seconds` gets [`DEFAULT_TIMEOUT_SECONDS`], so a stuck program never hangs a run.
 //!
 //! Starting a process per call costs about a millisecond. A tool called often can be
-//! `persistent`: its program starts once and answers each call as one JSON line (the protocol
-//! is in [`worker`](super::worker)'s documentation and the README's manifest section).
+//! `persistent`: its program starts once and answers each call as one JSON line (the
+//! protocol is in docs/mcp.md, "Persistent command tools", and in the module `worker`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -83,6 +83,33 @@ pub(crate) struct CommandSpec {
     pub(crate) program: PathBuf,
     pub(crate) args: Vec<String>,
     pub(crate) dir: PathBuf,
+}
+
+impl CommandSpec {
+    /// Start the program with its stdin, stdout and stderr piped, killed when its handle is
+    /// dropped (a timeout drops the call; the child must not outlive it). `Err`: the error
+    /// kind (`CommandNotFound` or `CommandFailed`) and why.
+    pub(crate) fn spawn(&self) -> Result<tokio::process::Child, (&'static str, String)> {
+        tokio::process::Command::new(&self.program)
+            .args(&self.args)
+            .current_dir(&self.dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|err| {
+                let kind = if err.kind() == std::io::ErrorKind::NotFound {
+                    "CommandNotFound"
+                } else {
+                    "CommandFailed"
+                };
+                (
+                    kind,
+                    format!("cannot start `{}`: {err}", self.program.display()),
+                )
+            })
+    }
 }
 
 /// Read a manifest file and build its tools.
@@ -225,30 +252,9 @@ async fn run_command(spec: &CommandSpec, input: JsonObject) -> Result<Value, Too
             spec.manifest.display()
         )
     };
-    let mut child = tokio::process::Command::new(&spec.program)
-        .args(&spec.args)
-        .current_dir(&spec.dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // The timeout drops this future; the child must not outlive it.
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|err| {
-            let kind = if err.kind() == std::io::ErrorKind::NotFound {
-                "CommandNotFound"
-            } else {
-                "CommandFailed"
-            };
-            ToolFailure::of_kind(
-                kind,
-                format!(
-                    "{}: cannot start `{}`: {err}",
-                    where_(),
-                    spec.program.display()
-                ),
-            )
-        })?;
+    let mut child = spec.spawn().map_err(|(kind, message)| {
+        ToolFailure::of_kind(kind, format!("{}: {message}", where_()))
+    })?;
     let payload = serde_json::to_vec(&Value::Object(input))
         .map_err(|err| ToolFailure::new(format!("{}: {err}", where_())))?;
     if let Some(mut stdin) = child.stdin.take() {

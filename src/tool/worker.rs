@@ -18,7 +18,6 @@
 //! The processes and their pipes live on the tools' background runtime, so a persistent tool
 //! works from any caller (a blocking run makes a runtime per call; the workers outlive it).
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -164,25 +163,9 @@ impl Broken {
 impl Worker {
     /// Start the program (on the background runtime, whose reactor then owns its pipes).
     fn start(spec: &CommandSpec) -> Result<Self, Broken> {
-        let mut child = tokio::process::Command::new(&spec.program)
-            .args(&spec.args)
-            .current_dir(&spec.dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
+        let mut child = spec
             .spawn()
-            .map_err(|err| {
-                let kind = if err.kind() == std::io::ErrorKind::NotFound {
-                    "CommandNotFound"
-                } else {
-                    "CommandFailed"
-                };
-                Broken::new(
-                    kind,
-                    format!("cannot start `{}`: {err}", spec.program.display()),
-                )
-            })?;
+            .map_err(|(kind, message)| Broken::new(kind, message))?;
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -499,25 +499,30 @@ fn flows_fixture(dir: &Path) -> PathBuf {
     ];
     for flow in flows {
         let name = flow["name"].as_str().unwrap().to_string();
-        let path = dir.join(format!("{name}.json"));
-        std::fs::write(&path, flow.to_string()).unwrap();
-        let out = crate::chainweaver(
-            dir,
-            &[
-                "flows",
-                "register",
-                path.to_str().unwrap(),
-                "--tools",
-                manifest.to_str().unwrap(),
-            ],
-        );
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        register(dir, &name, &flow, &manifest);
     }
     manifest
+}
+
+/// Write `flow` to `<dir>/<name>.json` and register it in the store of `dir`.
+fn register(dir: &Path, name: &str, flow: &Value, manifest: &Path) {
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, flow.to_string()).unwrap();
+    let out = crate::chainweaver(
+        dir,
+        &[
+            "flows",
+            "register",
+            path.to_str().unwrap(),
+            "--tools",
+            manifest.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
@@ -661,24 +666,9 @@ input_schema = { type = "object", properties = { n = { type = "integer" } }, req
 "#,
     )
     .unwrap();
-    let flow = dir.path().join("counted.json");
-    std::fs::write(
-        &flow,
-        json!({"name": "counted", "steps": [{"tool_name": "count", "input_mapping": {"n": "n"}}]})
-            .to_string(),
-    )
-    .unwrap();
-    let registered = crate::chainweaver(
-        dir.path(),
-        &[
-            "flows",
-            "register",
-            flow.to_str().unwrap(),
-            "--tools",
-            manifest.to_str().unwrap(),
-        ],
-    );
-    assert!(registered.status.success(), "{registered:?}");
+    let flow =
+        json!({"name": "counted", "steps": [{"tool_name": "count", "input_mapping": {"n": "n"}}]});
+    register(dir.path(), "counted", &flow, &manifest);
     let store = dir.path().join("chainweaver.db");
     let serve = [
         env!("CARGO_BIN_EXE_chainweaver"),

@@ -127,26 +127,7 @@ impl CountingQuery {
     pub fn level_sql(&self, length: usize, previous: Option<&str>) -> String {
         let length = length.max(1);
         let keys: Vec<String> = (0..length).map(tool_column).collect();
-        let window = format!(
-            "OVER (PARTITION BY {} ORDER BY {})",
-            steps::TRACE_ID,
-            steps::STEP_INDEX
-        );
-        let mut sql = format!(
-            "WITH grams AS (\n  SELECT {}, {} AS {}",
-            steps::TRACE_ID,
-            steps::TOOL_NAME,
-            tool_column(0)
-        );
-        for i in 1..length {
-            let _ = write!(
-                sql,
-                ",\n    LEAD({}, {i}) {window} AS {}",
-                steps::TOOL_NAME,
-                tool_column(i)
-            );
-        }
-        let _ = writeln!(sql, "\n  FROM {}\n)", steps::TABLE);
+        let mut sql = grams_cte(length);
         let selected: Vec<String> = keys.iter().map(|k| format!("g.{k}")).collect();
         let _ = write!(
             sql,
@@ -196,28 +177,7 @@ impl CountingQuery {
     /// `grams` (each step with the tools of the steps after it) and `counted_<n>` per length.
     fn ctes(&self) -> String {
         let widest = self.max_length + 1;
-        let window = format!(
-            "OVER (PARTITION BY {} ORDER BY {})",
-            steps::TRACE_ID,
-            steps::STEP_INDEX
-        );
-        let mut sql = String::from("WITH grams AS (\n  SELECT ");
-        let _ = write!(
-            sql,
-            "{}, {} AS {}",
-            steps::TRACE_ID,
-            steps::TOOL_NAME,
-            tool_column(0)
-        );
-        for i in 1..widest {
-            let _ = write!(
-                sql,
-                ",\n    LEAD({}, {i}) {window} AS {}",
-                steps::TOOL_NAME,
-                tool_column(i)
-            );
-        }
-        let _ = writeln!(sql, "\n  FROM {}\n)", steps::TABLE);
+        let mut sql = grams_cte(widest);
         for length in self.min_length..=widest {
             let keys: Vec<String> = (0..length).map(tool_column).collect();
             let keys = keys.join(", ");
@@ -247,6 +207,32 @@ impl CountingQuery {
         let _ = writeln!(select, " FROM {relation} {alias}");
         select
     }
+}
+
+/// `WITH grams AS (...)`: each step with the tools of the `widest - 1` steps after it in its
+/// trace, as `tool_0 .. tool_{widest-1}` (null past the trace's end).
+fn grams_cte(widest: usize) -> String {
+    let window = format!(
+        "OVER (PARTITION BY {} ORDER BY {})",
+        steps::TRACE_ID,
+        steps::STEP_INDEX
+    );
+    let mut sql = format!(
+        "WITH grams AS (\n  SELECT {}, {} AS {}",
+        steps::TRACE_ID,
+        steps::TOOL_NAME,
+        tool_column(0)
+    );
+    for i in 1..widest {
+        let _ = write!(
+            sql,
+            ",\n    LEAD({}, {i}) {window} AS {}",
+            steps::TOOL_NAME,
+            tool_column(i)
+        );
+    }
+    let _ = writeln!(sql, "\n  FROM {}\n)", steps::TABLE);
+    sql
 }
 
 /// Which of the frequent patterns an engine reports.
