@@ -790,25 +790,20 @@ impl FlowExecutor {
     ) -> (bool, ClockReading) {
         let first = log.len();
         log.push(blank_record(plan, run, index, None));
+        // The record is made and settled where it will stay, in the log.
         let Settled {
             ended,
             merge,
             fatal,
-        } = {
-            // The record is made and settled where it will stay, in the log.
-            let record = &mut log[first];
-            let (call, input) = self.start_call(
-                plan,
-                run,
-                index,
-                None,
-                StepContext::Context(context),
-                start,
-                record,
-            );
-            let result = self.call_tools_inline(plan, index, input, call.check_input, record);
-            self.finish_call(plan, run, index, None, call, result, record)
-        };
+        } = self.settle_inline(
+            plan,
+            run,
+            index,
+            None,
+            StepContext::Context(context),
+            start,
+            &mut log[first],
+        );
         let records = &log[first..];
         self.save_step(plan, run, progress, index, records, merge.as_ref(), fatal);
         match merge {
@@ -941,11 +936,27 @@ impl FlowExecutor {
         start: Option<ClockReading>,
     ) -> CallOutcome {
         let mut record = blank_record(plan, run, index, iteration);
-        let (call, input) =
-            self.start_call(plan, run, index, iteration, context, start, &mut record);
-        let result = self.call_tools_inline(plan, index, input, call.check_input, &mut record);
-        let settled = self.finish_call(plan, run, index, iteration, call, result, &mut record);
+        let settled = self.settle_inline(plan, run, index, iteration, context, start, &mut record);
         CallOutcome { record, settled }
+    }
+
+    /// Make an inline call of step `index` from start to finish, settled in `record` (a
+    /// [`blank_record`], wherever it lives: the run's log on the hot path).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    fn settle_inline(
+        &self,
+        plan: &RunPlan<'_>,
+        run: &Run<'_>,
+        index: usize,
+        iteration: Option<usize>,
+        context: StepContext<'_>,
+        start: Option<ClockReading>,
+        record: &mut StepRecord,
+    ) -> Settled {
+        let (call, input) = self.start_call(plan, run, index, iteration, context, start, record);
+        let result = self.call_tools_inline(plan, index, input, call.check_input, record);
+        self.finish_call(plan, run, index, iteration, call, result, record)
     }
 
     /// The inline call of a step's tool on `input` (its fallback's after a failure), recorded

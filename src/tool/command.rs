@@ -86,6 +86,15 @@ pub(crate) struct CommandSpec {
 }
 
 impl CommandSpec {
+    /// `tool `NAME` (manifest PATH)`, how errors name the tool.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "tool `{}` (manifest {})",
+            self.tool,
+            self.manifest.display()
+        )
+    }
+
     /// Start the program with its stdin, stdout and stderr piped, killed when its handle is
     /// dropped (a timeout drops the call; the child must not outlive it). `Err`: the error
     /// kind (`CommandNotFound` or `CommandFailed`) and why.
@@ -245,27 +254,19 @@ pub fn parse_manifest(text: &str, path: &Path, dir: &Path) -> Result<ToolRegistr
 }
 
 async fn run_command(spec: &CommandSpec, input: JsonObject) -> Result<Value, ToolFailure> {
-    let where_ = || {
-        format!(
-            "tool `{}` (manifest {})",
-            spec.tool,
-            spec.manifest.display()
-        )
-    };
     let mut child = spec.spawn().map_err(|(kind, message)| {
-        ToolFailure::of_kind(kind, format!("{}: {message}", where_()))
+        ToolFailure::of_kind(kind, format!("{}: {message}", spec.describe()))
     })?;
     let payload = serde_json::to_vec(&Value::Object(input))
-        .map_err(|err| ToolFailure::new(format!("{}: {err}", where_())))?;
+        .map_err(|err| ToolFailure::new(format!("{}: {err}", spec.describe())))?;
     if let Some(mut stdin) = child.stdin.take() {
         // A program that exits without reading its input is not an error by itself.
         let _ = stdin.write_all(&payload).await;
         let _ = stdin.shutdown().await;
     }
-    let output = child
-        .wait_with_output()
-        .await
-        .map_err(|err| ToolFailure::of_kind("CommandFailed", format!("{}: {err}", where_())))?;
+    let output = child.wait_with_output().await.map_err(|err| {
+        ToolFailure::of_kind("CommandFailed", format!("{}: {err}", spec.describe()))
+    })?;
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stderr_tail = tail(stderr.trim(), 400);
     if !output.status.success() {
@@ -273,7 +274,7 @@ async fn run_command(spec: &CommandSpec, input: JsonObject) -> Result<Value, Too
             "CommandFailed",
             format!(
                 "{}: `{}` exited with {}{}",
-                where_(),
+                spec.describe(),
                 spec.program.display(),
                 output.status,
                 if stderr_tail.is_empty() {
@@ -290,7 +291,7 @@ async fn run_command(spec: &CommandSpec, input: JsonObject) -> Result<Value, Too
             "InvalidToolOutput",
             format!(
                 "{}: stdout is not JSON ({err}): {:?}",
-                where_(),
+                spec.describe(),
                 tail(stdout.trim(), 200)
             ),
         )

@@ -103,25 +103,15 @@ impl WorkerPool {
                 if let Ok(mut idle) = self.idle.lock() {
                     idle.push(worker);
                 }
-                answer.map_err(|failure| ToolFailure {
-                    message: format!("{}: {}", self.where_(), failure.message),
-                    ..failure
-                })
+                answer.map_err(|failure| self.failure(&failure.kind, &failure.message))
             }
             Err(broken) => Err(self.failure(broken.kind, &worker.broken(broken.message).await)),
         }
     }
 
-    fn where_(&self) -> String {
-        format!(
-            "tool `{}` (manifest {})",
-            self.spec.tool,
-            self.spec.manifest.display()
-        )
-    }
-
+    /// A failure of this tool, named as command tools' failures are.
     fn failure(&self, kind: &str, message: &str) -> ToolFailure {
-        ToolFailure::of_kind(kind, format!("{}: {message}", self.where_()))
+        ToolFailure::of_kind(kind, format!("{}: {message}", self.spec.describe()))
     }
 }
 

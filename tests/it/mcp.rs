@@ -508,19 +508,24 @@ fn flows_fixture(dir: &Path) -> PathBuf {
 fn register(dir: &Path, name: &str, flow: &Value, manifest: &Path) {
     let path = dir.join(format!("{name}.json"));
     std::fs::write(&path, flow.to_string()).unwrap();
+    flows_succeeds(dir, "register", &path, manifest);
+}
+
+/// `chainweaver flows VERB FLOW --tools MANIFEST` in `dir`, which must succeed.
+fn flows_succeeds(dir: &Path, verb: &str, flow: &Path, manifest: &Path) {
     let out = crate::chainweaver(
         dir,
         &[
             "flows",
-            "register",
-            path.to_str().unwrap(),
+            verb,
+            flow.to_str().unwrap(),
             "--tools",
             manifest.to_str().unwrap(),
         ],
     );
     assert!(
         out.status.success(),
-        "{}",
+        "flows {verb}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
 }
@@ -533,21 +538,7 @@ fn run_and_validate_a_flow_whose_tools_are_mcp_tools() {
     let dir = tempfile::tempdir().unwrap();
     let manifest = flows_fixture(dir.path());
     let flow = dir.path().join("user_total.json");
-    let out = crate::chainweaver(
-        dir.path(),
-        &[
-            "flows",
-            "validate",
-            flow.to_str().unwrap(),
-            "--tools",
-            manifest.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    flows_succeeds(dir.path(), "validate", &flow, &manifest);
     let out = crate::chainweaver(
         dir.path(),
         &[
