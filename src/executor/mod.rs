@@ -903,6 +903,7 @@ impl FlowExecutor {
         let result = match input {
             Err(err) => Err(err),
             Ok(input) => {
+                record.inputs = run.secrets.redact_input(step, &input);
                 // The fallback gets the same resolved input; copy it only when there is one.
                 let fallback_input = fallback.map(|_| input.clone());
                 let mut result = self
@@ -955,7 +956,16 @@ impl FlowExecutor {
         record: &mut StepRecord,
     ) -> Settled {
         let (call, input) = self.start_call(plan, run, index, iteration, context, start, record);
-        let result = self.call_tools_inline(plan, index, input, call.check_input, record);
+        let result = match input {
+            Ok(mut input) => {
+                let result =
+                    self.call_tools_inline(plan, index, &mut input, call.check_input, record);
+                // The tools only borrowed the input: the record takes it without a copy.
+                record.inputs = run.secrets.redact_input_owned(&plan.steps[index].0, input);
+                result
+            }
+            Err(err) => Err(err),
+        };
         self.finish_call(plan, run, index, iteration, call, result, record)
     }
 
@@ -966,16 +976,14 @@ impl FlowExecutor {
         &self,
         plan: &RunPlan<'_>,
         index: usize,
-        input: Result<JsonObject>,
+        input: &mut JsonObject,
         check_input: bool,
         record: &mut StepRecord,
     ) -> Result<JsonObject> {
         let (tool, fallback) = plan.tools[index];
-        let input = input?;
-        let fallback_input = fallback.map(|_| input.clone());
         let mut result = self.call_cached_inline(tool, input, check_input, record);
         if result.is_err()
-            && let (Some(fallback), Some(input)) = (fallback, fallback_input)
+            && let Some(fallback) = fallback
         {
             record.fallback_used = true;
             record.fallback_tool_name = Some(fallback.name().to_string());
@@ -984,8 +992,8 @@ impl FlowExecutor {
         result
     }
 
-    /// Announce a call, start its `record` (a [`blank_record`]) and build its input (recorded,
-    /// redacted). `start`: the clock reading to start from; `None` reads the clocks.
+    /// Announce a call, start its `record` (a [`blank_record`]) and build its input (the caller
+    /// records it, redacted). `start`: the clock reading to start from; `None` reads the clocks.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     fn start_call(
@@ -1015,9 +1023,6 @@ impl FlowExecutor {
         record.started_at = started_at;
         record.ended_at = started_at;
         let input = build_input_from(step, index, context, tool.input_schema());
-        if let Ok(input) = &input {
-            record.inputs = run.secrets.redact_input(step, input);
-        }
         let call = StartedCall {
             clock,
             // An iteration reads its element, which nothing proves.
@@ -1146,15 +1151,15 @@ impl FlowExecutor {
         result
     }
 
-    /// [`FlowExecutor::call_cached`] of a tool that runs inline.
+    /// [`FlowExecutor::call_cached`] of a tool that runs inline, on a lent input.
     fn call_cached_inline(
         &self,
         tool: &Tool,
-        input: JsonObject,
+        input: &mut JsonObject,
         check_input: bool,
         record: &mut StepRecord,
     ) -> Result<JsonObject> {
-        let key = match self.cache_lookup(tool, &input, record) {
+        let key = match self.cache_lookup(tool, input, record) {
             Ok(key) => key,
             Err(outputs) => return Ok(outputs),
         };
@@ -1568,6 +1573,15 @@ impl Secrets {
             .collect()
     }
 
+    /// Like [`Secrets::redact_input`], without a copy when there is nothing to redact.
+    fn redact_input_owned(&self, step: &FlowStep, input: JsonObject) -> JsonObject {
+        if self.is_empty() {
+            input
+        } else {
+            self.redact_input(step, &input)
+        }
+    }
+
     /// A step's input: fields mapped from a dynamic parameter are redacted whatever their type.
     fn redact_input(&self, step: &FlowStep, input: &JsonObject) -> JsonObject {
         if self.is_empty() {
@@ -1666,7 +1680,7 @@ mod tests {
         tools.register(
             Tool::sync("nap", |input| {
                 std::thread::sleep(Duration::from_millis(2));
-                Ok(Value::Object(input))
+                Ok(Value::Object(input.clone()))
             })
             .build()
             .unwrap_or_else(|err| panic!("{err}")),

@@ -164,7 +164,7 @@ mod tests {
     use super::*;
 
     fn tool(name: &str, input: Value, output: Value) -> Tool {
-        Tool::sync(name, |input| Ok(Value::Object(input)))
+        Tool::sync(name, |input| Ok(Value::Object(input.clone())))
             .input_schema(input)
             .output_schema(output)
             .build()
@@ -232,7 +232,7 @@ mod tests {
             proven(vec![skipping, reads()], &[&inc, &inc], false),
             vec![false, false]
         );
-        let cacheable = Tool::sync("inc", |input| Ok(Value::Object(input)))
+        let cacheable = Tool::sync("inc", |input| Ok(Value::Object(input.clone())))
             .input_schema(int_schema())
             .output_schema(int_schema())
             .cacheable(true)

@@ -329,7 +329,7 @@ mod tests {
         let mut tools = ToolRegistry::new();
         for (name, read_only) in [("get", Some(true)), ("put", Some(false)), ("odd", None)] {
             tools.register(
-                Tool::sync(name, |input| Ok(Value::Object(input)))
+                Tool::sync(name, |input| Ok(Value::Object(input.clone())))
                     .read_only(read_only)
                     .build()
                     .unwrap(),

@@ -209,7 +209,7 @@ mod tests {
         let mut tools = ToolRegistry::new();
         for name in ["fetch", "notify"] {
             tools.register(
-                Tool::sync(name, |input| Ok(Value::Object(input)))
+                Tool::sync(name, |input| Ok(Value::Object(input.clone())))
                     .build()
                     .unwrap(),
             );

@@ -62,7 +62,9 @@ impl From<&str> for ToolFailure {
     }
 }
 
-type SyncFn = dyn Fn(JsonObject) -> Result<Value, ToolFailure> + Send + Sync;
+// A blocking function borrows its input: the executor keeps the input for the step's record,
+// so lending it saves a copy per call.
+type SyncFn = dyn Fn(&JsonObject) -> Result<Value, ToolFailure> + Send + Sync;
 type AsyncFn = dyn Fn(JsonObject) -> ToolFuture + Send + Sync;
 
 /// The callable behind a tool.
@@ -395,10 +397,10 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
 }
 
 impl Tool {
-    /// Start building a tool around a blocking function.
+    /// Start building a tool around a blocking function. It borrows its input.
     pub fn sync<F>(name: impl Into<String>, function: F) -> ToolBuilder
     where
-        F: Fn(JsonObject) -> Result<Value, ToolFailure> + Send + Sync + 'static,
+        F: Fn(&JsonObject) -> Result<Value, ToolFailure> + Send + Sync + 'static,
     {
         Self::builder(name, ToolFn::Sync(Arc::new(function)))
     }
@@ -515,9 +517,16 @@ impl Tool {
     }
 
     /// [`Tool::run_checked`] of a tool that [`Tool::runs_inline`], without a future: the
-    /// executor's hot path calls it directly.
-    pub(crate) fn run_inline(&self, input: JsonObject, check_input: bool) -> Result<JsonObject> {
-        let input = self.checked_input(input, check_input)?;
+    /// executor's hot path calls it directly. The input is lent (the caller records it); `&mut`
+    /// only so that the schema check can look at it as a JSON value without a copy.
+    pub(crate) fn run_inline(
+        &self,
+        input: &mut JsonObject,
+        check_input: bool,
+    ) -> Result<JsonObject> {
+        if check_input {
+            self.check_input_in_place(input)?;
+        }
         let output = self.call_inline(input)?;
         self.check_output(output)
     }
@@ -534,10 +543,22 @@ impl Tool {
         }
     }
 
+    /// The input schema check of a borrowed input: the map is moved into a JSON value for the
+    /// check and back, whatever its outcome.
+    fn check_input_in_place(&self, input: &mut JsonObject) -> Result<()> {
+        let value = Value::Object(std::mem::take(input));
+        let checked = validate(&self.input_validator, &value, &self.name, "input");
+        if let Value::Object(map) = value {
+            *input = map;
+        }
+        checked
+    }
+
     /// Blocking form of [`Tool::run_async`].
     pub fn run(&self, input: JsonObject) -> Result<JsonObject> {
         if self.runs_inline(false) {
-            return self.run_inline(input, true);
+            let mut input = input;
+            return self.run_inline(&mut input, true);
         }
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -546,7 +567,7 @@ impl Tool {
         runtime.block_on(self.run_async(input))
     }
 
-    fn call_inline(&self, input: JsonObject) -> Result<Value> {
+    fn call_inline(&self, input: &JsonObject) -> Result<Value> {
         let ToolFn::Sync(function) = &self.function else {
             return Err(self.failed("ToolError", "not a blocking tool".into()));
         };
@@ -558,11 +579,11 @@ impl Tool {
 
     async fn call(&self, input: JsonObject, offload: bool) -> Result<Value> {
         match (&self.function, self.timeout_seconds) {
-            (ToolFn::Sync(_), None) if !offload => self.call_inline(input),
+            (ToolFn::Sync(_), None) if !offload => self.call_inline(&input),
             (ToolFn::Sync(function), None) => {
                 let function = Arc::clone(function);
                 let joined = tokio::task::spawn_blocking(move || {
-                    std::panic::catch_unwind(AssertUnwindSafe(|| function(input)))
+                    std::panic::catch_unwind(AssertUnwindSafe(|| function(&input)))
                 })
                 .await;
                 self.settle_thread_result(joined.ok())
@@ -575,7 +596,8 @@ impl Tool {
                 let spawned = std::thread::Builder::new()
                     .name(format!("tool-{}", self.name))
                     .spawn(move || {
-                        let result = std::panic::catch_unwind(AssertUnwindSafe(|| function(input)));
+                        let result =
+                            std::panic::catch_unwind(AssertUnwindSafe(|| function(&input)));
                         let _ = sender.send(result);
                     });
                 if let Err(err) = spawned {

@@ -445,8 +445,9 @@ impl Cassette {
             let cassette = Arc::clone(self);
             let prefer = Arc::clone(prefer);
             let tool_name = name.clone();
-            let tool = Tool::sync(name.clone(), move |input: JsonObject| {
-                let input = Value::Object(input);
+            let tool = Tool::sync(name.clone(), move |input: &JsonObject| {
+                // Matching reads recorded inputs as JSON values; the executor keeps the original.
+                let input = Value::Object(input.clone());
                 let preference = prefer.lock().ok();
                 match cassette.lookup(&tool_name, &input, preference.as_deref()) {
                     Ok(recording) => match &recording.outcome {
