@@ -7,6 +7,8 @@ use std::time::Instant;
 use anyhow::Context;
 use chainweaver::pipeline::{self, MineRequest};
 use chainweaver::verify::Split;
+#[cfg(feature = "datafusion")]
+use chainweaver_analyzer::engine::datafusion::Runner;
 use chainweaver_analyzer::engine::sql::{self, CountingQuery, Reported};
 use chainweaver_analyzer::mine::{MineConfig, MineOutcome};
 use chainweaver_analyzer::spm::{
@@ -89,9 +91,14 @@ pub struct MineArgs {
     /// Where the support counting runs. `datafusion` counts the closed contiguous patterns as
     /// Apache DataFusion query plans over the store's Parquet files in place (a SQLite store
     /// through its tool-name columns) and prints them; it proposes no candidates and stores
-    /// nothing. Needs a build with the `datafusion` feature.
+    /// nothing. `ballista` runs the same plans on a Ballista cluster (see --scheduler). Need a
+    /// build with the `datafusion` or `ballista` feature.
     #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["max_gap", "any_gap", "count_only", "emit_sql"])]
     pub engine: Engine,
+    /// With --engine ballista: the cluster's scheduler, e.g. `df://localhost:50050`. Its
+    /// executors read the Parquet store's files by the paths this machine sees.
+    #[arg(long, value_name = "URL")]
+    pub scheduler: Option<String>,
 }
 
 /// Where `mine` counts patterns.
@@ -99,8 +106,10 @@ pub struct MineArgs {
 pub enum Engine {
     /// The built-in miner, with candidates.
     InProcess,
-    /// Apache DataFusion: patterns only.
+    /// Apache DataFusion, embedded: patterns only.
     Datafusion,
+    /// The same plans on a Ballista cluster (--scheduler): patterns only.
+    Ballista,
 }
 
 impl MineArgs {
@@ -237,13 +246,15 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
             percent: args.holdout.unwrap_or(0),
         },
     };
+    let (runner, engine) = runner(args)?;
     let bars = progress::Bars::new(global);
     let started = Instant::now();
-    let found = pipeline::engine_patterns(store.as_ref(), &request, args.reported(), &bars)
-        .map_err(|err| failure::library(err, global))?;
+    let found =
+        pipeline::engine_patterns(store.as_ref(), &request, args.reported(), &runner, &bars)
+            .map_err(|err| failure::library(err, global))?;
     let output = EnginePatternsOutput {
         schema_version: super::SCHEMA_VERSION,
-        engine: "datafusion",
+        engine,
         split: request.split,
         held_out_traces: found.held_out_traces,
         seconds: started.elapsed().as_secs_f64(),
@@ -251,11 +262,16 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     };
     emit(global, &output, || {
         format!(
-            "{} {} patterns counted on DataFusion in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
+            "{} {} patterns counted on {} in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
             found.patterns.len(),
             match args.reported() {
                 Reported::Closed => "closed",
                 Reported::AllFrequent => "frequent",
+            },
+            match runner {
+                Runner::Embedded { .. } => "DataFusion",
+                #[cfg(feature = "ballista")]
+                Runner::Ballista { .. } => "Ballista",
             },
             output.seconds,
             found.held_out_traces,
@@ -263,6 +279,32 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         )
     })?;
     Ok(exit::OK)
+}
+
+/// Where `--engine` runs the plans, and its name in JSON output.
+#[cfg(feature = "datafusion")]
+fn runner(args: &MineArgs) -> anyhow::Result<(Runner, &'static str)> {
+    match (args.engine, &args.scheduler) {
+        #[cfg(feature = "ballista")]
+        (Engine::Ballista, Some(scheduler)) => Ok((
+            Runner::Ballista {
+                scheduler: scheduler.clone(),
+            },
+            "ballista",
+        )),
+        (Engine::Ballista, _) => Err(super::Failure {
+            code: exit::USAGE,
+            message: "this chainweaver was built without the Ballista engine".into(),
+            hint: Some("build it with `cargo build --release --features ballista`".into()),
+        }
+        .into()),
+        _ => Ok((
+            Runner::Embedded {
+                threads: std::thread::available_parallelism().map_or(1, usize::from),
+            },
+            "datafusion",
+        )),
+    }
 }
 
 #[cfg(not(feature = "datafusion"))]
@@ -345,7 +387,7 @@ struct MineOutput<'a> {
 }
 
 pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
-    if args.all_frequent && !args.emit_sql && args.engine != Engine::Datafusion {
+    if args.all_frequent && !args.emit_sql && args.engine == Engine::InProcess {
         return Err(super::Failure {
             code: exit::USAGE,
             message: "--all-frequent applies to --emit-sql and --engine datafusion only".into(),
@@ -362,7 +404,18 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
     if args.count_only {
         return count_only(&args, global);
     }
-    if args.engine == Engine::Datafusion {
+    if (args.engine == Engine::Ballista) != args.scheduler.is_some() {
+        return Err(super::Failure {
+            code: exit::USAGE,
+            message: "--engine ballista and --scheduler URL go together".into(),
+            hint: Some(
+                "e.g. `chainweaver --store DIR.parquet mine --engine ballista --scheduler df://localhost:50050`"
+                    .into(),
+            ),
+        }
+        .into());
+    }
+    if args.engine != Engine::InProcess {
         return engine_patterns(&args, global);
     }
     let mut store = open_existing(&global.store)?;

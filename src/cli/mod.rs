@@ -104,7 +104,8 @@ fn parse_output_format(text: &str) -> Result<OutputFormat, String> {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// The main job: import agent logs, mine repeated tool sequences, and report candidate flows.
-    Analyze(analyze::AnalyzeArgs),
+    // Boxed: by far the largest arguments, and the command is parsed once.
+    Analyze(Box<analyze::AnalyzeArgs>),
     /// Import agent logs into the store (format detected, or named with --input-format).
     ///
     /// Each file's format is detected from its first records unless `--input-format NAME`
@@ -251,7 +252,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let global = &cli.global;
     match cli.command {
         Command::Import(args) => import::run(args, global),
-        Command::Analyze(args) => analyze::run(args, global),
+        Command::Analyze(args) => analyze::run(*args, global),
         Command::Mine(args) => mine::run_mine(args, global),
         Command::Patterns(command) => mine::run_patterns(command, global),
         Command::Candidates(command) => mine::run_candidates(command, global),

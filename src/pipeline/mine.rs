@@ -63,13 +63,14 @@ pub(super) fn mine_split(
 
 /// The closed (or, as `reported` says, all frequent) contiguous patterns of the traces `split`
 /// leaves to mining, counted by Apache DataFusion over the store's Parquet files in place (any
-/// other store through its tool-name stream), best-ranked first; nothing is stored and no
-/// candidate is built.
+/// other store through its tool-name stream), embedded or on a Ballista cluster as `runner`
+/// says, best-ranked first; nothing is stored and no candidate is built.
 #[cfg(feature = "datafusion")]
 pub fn engine_patterns(
     store: &dyn TraceStore,
     request: &MineRequest,
     reported: chainweaver_analyzer::engine::sql::Reported,
+    runner: &chainweaver_analyzer::engine::datafusion::Runner,
     progress: &dyn Progress,
 ) -> Result<EnginePatterns> {
     use chainweaver_analyzer::engine::{self, sql::CountingQuery};
@@ -80,9 +81,8 @@ pub fn engine_patterns(
         .into_iter()
         .filter(|id| request.split.is_holdout(id))
         .collect();
-    let threads = std::thread::available_parallelism().map_or(1, usize::from);
-    progress.begin("counting on DataFusion", None, Unit::Items);
-    let counted = engine::datafusion::count_patterns(store, &query, reported, &held_out, threads);
+    progress.begin("counting patterns", None, Unit::Items);
+    let counted = engine::datafusion::count_patterns(store, &query, reported, &held_out, runner);
     progress.end();
     Ok(EnginePatterns {
         held_out_traces: held_out.len(),

@@ -242,30 +242,7 @@ fn emitted_sql_agrees_on_generated_loops_failures_and_interleaving_over_day_part
     }
     let dir = tempfile::tempdir().unwrap();
     let store = "generated.parquet";
-    let generate = chainweaver(
-        dir.path(),
-        &[
-            "-q",
-            "--store",
-            store,
-            "datasets",
-            "generate",
-            "--traces",
-            "600",
-            "--seed",
-            "7",
-            "--behaviours",
-            "--interleave",
-            "0.2",
-            "--failure-rate",
-            "0.05",
-        ],
-    );
-    assert!(
-        generate.status.success(),
-        "{}",
-        String::from_utf8_lossy(&generate.stderr)
-    );
+    generated_parquet_store(dir.path(), store, "600", "7");
     let partitions = std::fs::read_dir(dir.path().join(store).join("steps"))
         .unwrap()
         .filter(|entry| {
@@ -295,29 +272,63 @@ fn emitted_sql_agrees_on_generated_loops_failures_and_interleaving_over_day_part
 /// `mine --engine datafusion` against `mine`, on the same store and flags.
 #[cfg(feature = "datafusion")]
 fn assert_datafusion_agrees(dir: &Path, store: &str, flags: &[&str]) {
+    assert_engine_agrees(dir, store, flags, &["--engine", "datafusion"], "datafusion");
+}
+
+/// `mine` with `engine_args` (an `--engine` and its options) against `mine`, on the same store
+/// and flags; the JSON output names the engine `engine`.
+#[cfg(feature = "datafusion")]
+fn assert_engine_agrees(
+    dir: &Path,
+    store: &str,
+    flags: &[&str],
+    engine_args: &[&str],
+    engine: &str,
+) {
     let expected = mined(dir, store, flags);
     assert!(!expected.is_empty(), "no patterns with {flags:?}");
-    let mut args = vec![
-        "-q",
-        "--store",
-        store,
-        "--format",
-        "json",
-        "mine",
-        "--engine",
-        "datafusion",
-    ];
+    let mut args = vec!["-q", "--store", store, "--format", "json", "mine"];
+    args.extend_from_slice(engine_args);
     args.extend_from_slice(flags);
     let output = json_ok(dir, &args);
-    assert_eq!(output["engine"], "datafusion");
+    assert_eq!(output["engine"], engine);
     let counted = patterns_of(&output);
     let missing: Vec<_> = expected.difference(&counted).take(3).collect();
     let extra: Vec<_> = counted.difference(&expected).take(3).collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
-        "DataFusion on {store} with {flags:?}: {} patterns against {}; missing {missing:?}, extra {extra:?}",
+        "{engine} on {store} with {flags:?}: {} patterns against {}; missing {missing:?}, extra {extra:?}",
         counted.len(),
         expected.len()
+    );
+}
+
+/// A generated Parquet store of `traces` traces (loops, failures, interleaving) in `dir`,
+/// spread over several day partitions.
+fn generated_parquet_store(dir: &Path, store: &str, traces: &str, seed: &str) {
+    let generate = chainweaver(
+        dir,
+        &[
+            "-q",
+            "--store",
+            store,
+            "datasets",
+            "generate",
+            "--traces",
+            traces,
+            "--seed",
+            seed,
+            "--behaviours",
+            "--interleave",
+            "0.2",
+            "--failure-rate",
+            "0.05",
+        ],
+    );
+    assert!(
+        generate.status.success(),
+        "{}",
+        String::from_utf8_lossy(&generate.stderr)
     );
 }
 
@@ -335,30 +346,7 @@ fn datafusion_counts_the_patterns_mine_stores_from_parquet_files_and_from_sqlite
         // The traces a 20% hold-out keeps for verification are left out on both sides.
         assert_datafusion_agrees(dir.path(), store, &["--holdout", "20"]);
     }
-    let generate = chainweaver(
-        dir.path(),
-        &[
-            "-q",
-            "--store",
-            "generated.parquet",
-            "datasets",
-            "generate",
-            "--traces",
-            "800",
-            "--seed",
-            "11",
-            "--behaviours",
-            "--interleave",
-            "0.2",
-            "--failure-rate",
-            "0.05",
-        ],
-    );
-    assert!(
-        generate.status.success(),
-        "{}",
-        String::from_utf8_lossy(&generate.stderr)
-    );
+    generated_parquet_store(dir.path(), "generated.parquet", "800", "11");
     let flags = [
         "--min-length",
         "1",
@@ -455,4 +443,117 @@ fn all_frequent_without_an_engine_that_reports_it_is_a_usage_error() {
         stderr.contains("--all-frequent applies to --emit-sql and --engine datafusion only"),
         "{stderr}"
     );
+}
+
+/// The same plans on a Ballista cluster: a scheduler and two executors (one task slot each, so
+/// the stages spread over both) started in this test process, and `chainweaver mine --engine
+/// ballista` as a separate process talking to them over gRPC and Arrow Flight.
+#[cfg(feature = "ballista")]
+#[test]
+fn ballista_with_two_executors_counts_the_patterns_mine_stores() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let scheduler = runtime
+        .block_on(chainweaver_analyzer::engine::ballista::start_local_cluster(
+            2, 1,
+        ))
+        .unwrap();
+    let on_ballista = ["--engine", "ballista", "--scheduler", scheduler.as_str()];
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(datasets) = shared_datasets() {
+        import_into(
+            dir.path(),
+            "tau.parquet",
+            None,
+            &datasets.join("tau-bench-retail"),
+        );
+        assert_engine_agrees(dir.path(), "tau.parquet", &[], &on_ballista, "ballista");
+        assert_engine_agrees(
+            dir.path(),
+            "tau.parquet",
+            &["--holdout", "20"],
+            &on_ballista,
+            "ballista",
+        );
+    }
+    generated_parquet_store(dir.path(), "generated.parquet", "800", "11");
+    let partitions = std::fs::read_dir(dir.path().join("generated.parquet/steps"))
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("date="))
+        })
+        .count();
+    assert!(partitions >= 2, "{partitions} day partitions");
+    let flags = [
+        "--min-length",
+        "1",
+        "--max-length",
+        "4",
+        "--min-support",
+        "4",
+    ];
+    assert_engine_agrees(
+        dir.path(),
+        "generated.parquet",
+        &flags,
+        &on_ballista,
+        "ballista",
+    );
+    drop(runtime);
+}
+
+/// A scheduler nobody listens on: a clear error naming it, and the store is untouched.
+#[cfg(feature = "ballista")]
+#[test]
+fn an_unreachable_ballista_scheduler_is_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_parquet_store(dir.path(), "generated.parquet", "50", "3");
+    // A port just freed: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let scheduler = format!("df://127.0.0.1:{port}");
+    let failed = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "--store",
+            "generated.parquet",
+            "mine",
+            "--engine",
+            "ballista",
+            "--scheduler",
+            &scheduler,
+        ],
+    );
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains(&format!("127.0.0.1:{port}")), "{stderr}");
+    assert!(stderr.contains("Ballista"), "{stderr}");
+}
+
+/// `--engine ballista` needs `--scheduler`, and `--scheduler` needs it.
+#[test]
+fn ballista_and_scheduler_go_together() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["mine", "--engine", "ballista"][..],
+        &["mine", "--scheduler", "df://localhost:50050"][..],
+    ] {
+        let refused = chainweaver(dir.path(), args);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&refused.stderr)
+                .contains("--engine ballista and --scheduler URL go together"),
+            "{}",
+            String::from_utf8_lossy(&refused.stderr)
+        );
+    }
 }

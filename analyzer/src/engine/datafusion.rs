@@ -1,10 +1,14 @@
-//! The counting query run by Apache DataFusion, embedded and multi-threaded.
+//! The counting query run by Apache DataFusion, embedded and multi-threaded, or (feature
+//! `ballista`) by a Ballista cluster's executors.
 //!
 //! A Parquet store's committed step files are read in place (only the three columns the query
 //! names are decoded); any other store is read through its tool-name stream
 //! ([`TraceStore::for_each_step_tool`]) into Arrow batches of those three columns, so payloads
 //! are never loaded either way. Closedness is then decided in-process over the frequent rows
 //! ([`closed_patterns`](super::sql::closed_patterns)), which are few next to the steps.
+//!
+//! A cluster reads the files where they are, so it needs a Parquet store whose paths its
+//! executors can open.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -24,10 +28,56 @@ use datafusion::datasource::listing::{
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use super::sql::{CountedPattern, CountingQuery, Reported, reported_patterns, tool_column};
+use super::sql::{self, CountedPattern, CountingQuery, Reported, reported_patterns, tool_column};
 use crate::error::{AnalyzerError, Result};
 
-const ENGINE: &str = "DataFusion";
+/// Where the counting plans run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Runner {
+    /// DataFusion in this process, on this many threads.
+    Embedded { threads: usize },
+    /// A Ballista cluster, by its scheduler's URL (`df://host:port`).
+    #[cfg(feature = "ballista")]
+    Ballista { scheduler: String },
+}
+
+impl Runner {
+    fn engine(&self) -> &'static str {
+        match self {
+            Self::Embedded { .. } => "DataFusion",
+            #[cfg(feature = "ballista")]
+            Self::Ballista { .. } => "Ballista",
+        }
+    }
+
+    /// True for a cluster, whose executors see only what the plan itself carries.
+    fn is_remote(&self) -> bool {
+        !matches!(self, Self::Embedded { .. })
+    }
+
+    /// The partitions a plan is split into.
+    fn partitions(&self) -> usize {
+        match self {
+            Self::Embedded { threads } => (*threads).max(1),
+            #[cfg(feature = "ballista")]
+            Self::Ballista { .. } => 2,
+        }
+    }
+
+    async fn context(&self) -> Result<SessionContext, String> {
+        let config = SessionConfig::new().with_target_partitions(self.partitions());
+        match self {
+            Self::Embedded { .. } => Ok(SessionContext::new_with_config(config)),
+            #[cfg(feature = "ballista")]
+            Self::Ballista { scheduler } => {
+                use ballista::prelude::SessionContextExt;
+                SessionContext::remote(scheduler)
+                    .await
+                    .map_err(|e| format!("scheduler {scheduler}: {e}"))
+            }
+        }
+    }
+}
 
 /// Rows a batch of the tool-name stream holds.
 const BATCH_ROWS: usize = 65_536;
@@ -62,34 +112,41 @@ impl StepSource {
 }
 
 /// The closed (or, as `reported` says, all frequent) patterns of `query` among the store's
-/// steps, leaving out the traces in `held_out`, counted by DataFusion on `threads` threads.
-/// Sorted by tools.
+/// steps, leaving out the traces in `held_out`, counted where `runner` says. Sorted by tools.
 pub fn count_patterns(
     store: &dyn TraceStore,
     query: &CountingQuery,
     reported: Reported,
     held_out: &HashSet<String>,
-    threads: usize,
+    runner: &Runner,
 ) -> Result<Vec<CountedPattern>> {
     let source = StepSource::of(store)?;
     let failed = |message: String| AnalyzerError::Engine {
-        engine: ENGINE,
+        engine: runner.engine(),
         source_name: source.describe(),
         message,
     };
-    let stream = match &source {
-        StepSource::Stream => Some(stream_batches(store)?),
-        StepSource::Files(_) => None,
+    let stream = match (&source, runner) {
+        (StepSource::Stream, Runner::Embedded { .. }) => Some(stream_batches(store, runner)?),
+        #[cfg(feature = "ballista")]
+        (StepSource::Stream, Runner::Ballista { .. }) => {
+            return Err(failed(
+                "a cluster reads the store's Parquet files where they are: use a Parquet store \
+                 (`--store DIR.parquet`, or `chainweaver export`)"
+                    .into(),
+            ));
+        }
+        (StepSource::Files(_), _) => None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.max(1))
+        .worker_threads(runner.partitions())
         .enable_all()
         .build()
         .map_err(|e| failed(format!("cannot start the query runtime: {e}")))?;
     // The query runs on a thread of its own: a caller inside another runtime cannot block on one.
     let frequent = std::thread::scope(|scope| {
         scope
-            .spawn(|| runtime.block_on(frequent_rows(&source, stream, query, held_out, threads)))
+            .spawn(|| runtime.block_on(frequent_rows(&source, stream, query, held_out, runner)))
             .join()
             .unwrap_or_else(|_| Err("the query thread panicked".into()))
     })
@@ -123,10 +180,10 @@ async fn frequent_rows(
     stream: Option<Vec<RecordBatch>>,
     query: &CountingQuery,
     held_out: &HashSet<String>,
-    threads: usize,
+    runner: &Runner,
 ) -> Result<Vec<CountedPattern>, String> {
-    let config = SessionConfig::new().with_target_partitions(threads.max(1));
-    let context = SessionContext::new_with_config(config);
+    let threads = runner.partitions();
+    let context = runner.context().await?;
     let text = |e: datafusion::error::DataFusionError| e.to_string();
     let all_steps = "all_steps";
     match (source, stream) {
@@ -162,7 +219,63 @@ async fn frequent_rows(
                 .map_err(text)?;
         }
     }
-    // The relation the query reads: every step, or those of the traces mining sees.
+    // A cluster's executors cannot read tables held in this process's memory: there the
+    // held-out traces and each level's patterns go into the SQL text itself.
+    let relation = if runner.is_remote() {
+        remote_relation(all_steps, held_out)
+    } else {
+        register_mined_steps(&context, all_steps, held_out).await?;
+        steps::TABLE.to_string()
+    };
+    // Level by level, each length counted over the n-grams the frequent patterns one shorter
+    // allow, up to one past the longest reported (closedness needs it) or the first empty level.
+    let mut rows = Vec::new();
+    let mut previous: Option<String> = None;
+    for length in 1..=query.max_length + 1 {
+        let batches = context
+            .sql(&query.level_sql_over(&relation, length, previous.as_deref()))
+            .await
+            .map_err(text)?
+            .collect()
+            .await
+            .map_err(text)?;
+        let Some(schema) = batches
+            .iter()
+            .find(|batch| batch.num_rows() > 0)
+            .map(RecordBatch::schema)
+        else {
+            break;
+        };
+        let mut level = Vec::new();
+        for batch in &batches {
+            read_level(batch, length, &mut level)?;
+        }
+        previous = Some(if runner.is_remote() {
+            let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
+            sql::patterns_relation(&tools, length)
+        } else {
+            let name = format!("frequent_{length}");
+            let table = MemTable::try_new(schema, vec![batches]).map_err(text)?;
+            context
+                .register_table(name.as_str(), Arc::new(table))
+                .map_err(text)?;
+            name
+        });
+        if length >= query.min_length {
+            rows.extend(level);
+        }
+    }
+    Ok(rows)
+}
+
+/// Register `steps`: the steps of `all_steps` minus the traces in `held_out` (an anti-join
+/// with an in-memory table of their ids).
+async fn register_mined_steps(
+    context: &SessionContext,
+    all_steps: &str,
+    held_out: &HashSet<String>,
+) -> Result<(), String> {
+    let text = |e: datafusion::error::DataFusionError| e.to_string();
     let view = if held_out.is_empty() {
         format!(
             "SELECT {id}, {index}, {tool} FROM {all_steps}",
@@ -197,38 +310,25 @@ async fn frequent_rows(
     context
         .register_table(steps::TABLE, frame.into_view())
         .map_err(text)?;
-    // Level by level, each length counted over the n-grams the frequent patterns one shorter
-    // allow, up to one past the longest reported (closedness needs it) or the first empty level.
-    let mut rows = Vec::new();
-    let mut previous: Option<String> = None;
-    for length in 1..=query.max_length + 1 {
-        let batches = context
-            .sql(&query.level_sql(length, previous.as_deref()))
-            .await
-            .map_err(text)?
-            .collect()
-            .await
-            .map_err(text)?;
-        let Some(schema) = batches
-            .iter()
-            .find(|batch| batch.num_rows() > 0)
-            .map(RecordBatch::schema)
-        else {
-            break;
-        };
-        if length >= query.min_length {
-            for batch in &batches {
-                read_level(batch, length, &mut rows)?;
-            }
-        }
-        let name = format!("frequent_{length}");
-        let table = MemTable::try_new(schema, vec![batches]).map_err(text)?;
-        context
-            .register_table(name.as_str(), Arc::new(table))
-            .map_err(text)?;
-        previous = Some(name);
+    Ok(())
+}
+
+/// The relation a cluster counts over: the registered files, minus the held-out traces by a
+/// list of literals.
+fn remote_relation(all_steps: &str, held_out: &HashSet<String>) -> String {
+    if held_out.is_empty() {
+        return all_steps.to_string();
     }
-    Ok(rows)
+    let mut ids: Vec<&String> = held_out.iter().collect();
+    ids.sort();
+    let literals: Vec<String> = ids.iter().map(|id| sql::string_literal(id)).collect();
+    format!(
+        "(SELECT {id}, {index}, {tool} FROM {all_steps} WHERE {id} NOT IN ({list})) AS mined",
+        id = steps::TRACE_ID,
+        index = steps::STEP_INDEX,
+        tool = steps::TOOL_NAME,
+        list = literals.join(", ")
+    )
 }
 
 /// The patterns of one level's result batch (`tool_0 ..`, `support`, `occurrences`).
@@ -282,7 +382,7 @@ fn stream_schema() -> Arc<Schema> {
 
 /// The store's tool-name stream as batches of the three columns (a step's place in its trace
 /// stands for its index: the stream visits a trace's steps in order).
-fn stream_batches(store: &dyn TraceStore) -> Result<Vec<RecordBatch>> {
+fn stream_batches(store: &dyn TraceStore, runner: &Runner) -> Result<Vec<RecordBatch>> {
     let mut batches = Vec::new();
     let mut columns = StreamColumns::default();
     let mut last: Option<String> = None;
@@ -316,7 +416,7 @@ fn stream_batches(store: &dyn TraceStore) -> Result<Vec<RecordBatch>> {
     }
     match refused {
         Some(e) => Err(AnalyzerError::Engine {
-            engine: ENGINE,
+            engine: runner.engine(),
             source_name: StepSource::Stream.describe(),
             message: e.to_string(),
         }),

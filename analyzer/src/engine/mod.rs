@@ -4,12 +4,17 @@
 //! - [`sql`]: the counting query, in SQL that DataFusion, DuckDB and Spark SQL run unchanged
 //!   (`chainweaver mine --emit-sql` prints it).
 //! - `datafusion` (feature `datafusion`): that query run by Apache DataFusion over the store's
-//!   Parquet files in place (or its tool-name stream), closedness decided in-process.
+//!   Parquet files in place (or its tool-name stream), closedness decided in-process; with
+//!   feature `ballista`, the same plans on a Ballista cluster.
+//! - `ballista` (feature `ballista`): a local Ballista cluster (a scheduler and executors).
 
 pub mod sql;
 
 #[cfg(feature = "datafusion")]
 pub mod datafusion;
+
+#[cfg(feature = "ballista")]
+pub mod ballista;
 
 use chainweaver_recorder::model::candidate::PatternSummary;
 

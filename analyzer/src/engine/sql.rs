@@ -125,9 +125,15 @@ impl CountingQuery {
     /// `COUNT(DISTINCT ...)`, so an engine can spill both. Columns: `tool_0 ..`, `support`,
     /// `occurrences`.
     pub fn level_sql(&self, length: usize, previous: Option<&str>) -> String {
+        self.level_sql_over(steps::TABLE, length, previous)
+    }
+
+    /// [`level_sql`](Self::level_sql) over `relation` (a table name, or a parenthesized
+    /// subquery with an alias) instead of `steps`.
+    pub fn level_sql_over(&self, relation: &str, length: usize, previous: Option<&str>) -> String {
         let length = length.max(1);
         let keys: Vec<String> = (0..length).map(tool_column).collect();
-        let mut sql = grams_cte(length);
+        let mut sql = grams_cte_over(relation, length);
         let selected: Vec<String> = keys.iter().map(|k| format!("g.{k}")).collect();
         let _ = write!(
             sql,
@@ -212,6 +218,11 @@ impl CountingQuery {
 /// `WITH grams AS (...)`: each step with the tools of the `widest - 1` steps after it in its
 /// trace, as `tool_0 .. tool_{widest-1}` (null past the trace's end).
 fn grams_cte(widest: usize) -> String {
+    grams_cte_over(steps::TABLE, widest)
+}
+
+/// [`grams_cte`] over `relation` instead of `steps`.
+fn grams_cte_over(relation: &str, widest: usize) -> String {
     let window = format!(
         "OVER (PARTITION BY {} ORDER BY {})",
         steps::TRACE_ID,
@@ -231,8 +242,34 @@ fn grams_cte(widest: usize) -> String {
             tool_column(i)
         );
     }
-    let _ = writeln!(sql, "\n  FROM {}\n)", steps::TABLE);
+    let _ = writeln!(sql, "\n  FROM {relation}\n)");
     sql
+}
+
+/// A SQL string literal of `text` (quotes doubled).
+pub fn string_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The patterns `rows` (each `length` tools) as an inline relation with columns
+/// `tool_0 ..`, parenthesized, for [`CountingQuery::level_sql`]'s `previous` where the engine
+/// cannot read a table held in the client's memory (a cluster).
+pub fn patterns_relation(rows: &[Vec<String>], length: usize) -> String {
+    let columns: Vec<String> = (0..length)
+        .map(|i| format!("column{} AS {}", i + 1, tool_column(i)))
+        .collect();
+    let values: Vec<String> = rows
+        .iter()
+        .map(|tools| {
+            let literals: Vec<String> = tools.iter().map(|t| string_literal(t)).collect();
+            format!("({})", literals.join(", "))
+        })
+        .collect();
+    format!(
+        "(SELECT {} FROM (VALUES {}) AS v)",
+        columns.join(", "),
+        values.join(", ")
+    )
 }
 
 /// Which of the frequent patterns an engine reports.
