@@ -342,7 +342,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__analyze)
-            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
+            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -409,7 +409,11 @@ _chainweaver() {
                     return 0
                     ;;
                 --engine)
-                    COMPREPLY=($(compgen -W "in-process datafusion" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "in-process datafusion ballista" -- "${cur}"))
+                    return 0
+                    ;;
+                --scheduler)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --live)
@@ -1600,7 +1604,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__mine)
-            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --store --format --quiet --help --version"
+            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1643,7 +1647,11 @@ _chainweaver() {
                     return 0
                     ;;
                 --engine)
-                    COMPREPLY=($(compgen -W "in-process datafusion" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "in-process datafusion ballista" -- "${cur}"))
+                    return 0
+                    ;;
+                --scheduler)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --store)
