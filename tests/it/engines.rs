@@ -243,14 +243,7 @@ fn emitted_sql_agrees_on_generated_loops_failures_and_interleaving_over_day_part
     let dir = tempfile::tempdir().unwrap();
     let store = "generated.parquet";
     generated_parquet_store(dir.path(), store, "600", "7");
-    let partitions = std::fs::read_dir(dir.path().join(store).join("steps"))
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("date="))
-        })
-        .count();
+    let partitions = day_partitions(dir.path(), store);
     assert!(
         partitions >= 2,
         "the generated traffic spans {partitions} day partitions"
@@ -301,6 +294,18 @@ fn assert_engine_agrees(
         counted.len(),
         expected.len()
     );
+}
+
+/// The `date=` partitions of a Parquet store's steps.
+fn day_partitions(dir: &Path, store: &str) -> usize {
+    std::fs::read_dir(dir.join(store).join("steps"))
+        .unwrap()
+        .filter(|entry| {
+            entry
+                .as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("date="))
+        })
+        .count()
 }
 
 /// A generated Parquet store of `traces` traces (loops, failures, interleaving) in `dir`,
@@ -480,14 +485,7 @@ fn ballista_with_two_executors_counts_the_patterns_mine_stores() {
         );
     }
     generated_parquet_store(dir.path(), "generated.parquet", "800", "11");
-    let partitions = std::fs::read_dir(dir.path().join("generated.parquet/steps"))
-        .unwrap()
-        .filter(|entry| {
-            entry
-                .as_ref()
-                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("date="))
-        })
-        .count();
+    let partitions = day_partitions(dir.path(), "generated.parquet");
     assert!(partitions >= 2, "{partitions} day partitions");
     let flags = [
         "--min-length",

@@ -55,8 +55,9 @@ impl Runner {
         !matches!(self, Self::Embedded { .. })
     }
 
-    /// The partitions a plan is split into.
-    fn partitions(&self) -> usize {
+    /// Threads of this process's query runtime: every core's worth when it runs the plans, a
+    /// couple when it only plans them and collects a cluster's results.
+    fn threads(&self) -> usize {
         match self {
             Self::Embedded { threads } => (*threads).max(1),
             #[cfg(feature = "ballista")]
@@ -64,10 +65,12 @@ impl Runner {
         }
     }
 
+    /// The session the plans are made in; a cluster's scheduler sets its own partitioning.
     async fn context(&self) -> Result<SessionContext, String> {
-        let config = SessionConfig::new().with_target_partitions(self.partitions());
         match self {
-            Self::Embedded { .. } => Ok(SessionContext::new_with_config(config)),
+            Self::Embedded { threads } => Ok(SessionContext::new_with_config(
+                SessionConfig::new().with_target_partitions((*threads).max(1)),
+            )),
             #[cfg(feature = "ballista")]
             Self::Ballista { scheduler } => {
                 use ballista::prelude::SessionContextExt;
@@ -139,7 +142,7 @@ pub fn count_patterns(
         (StepSource::Files(_), _) => None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(runner.partitions())
+        .worker_threads(runner.threads())
         .enable_all()
         .build()
         .map_err(|e| failed(format!("cannot start the query runtime: {e}")))?;
@@ -182,7 +185,7 @@ async fn frequent_rows(
     held_out: &HashSet<String>,
     runner: &Runner,
 ) -> Result<Vec<CountedPattern>, String> {
-    let threads = runner.partitions();
+    let threads = runner.threads();
     let context = runner.context().await?;
     let text = |e: datafusion::error::DataFusionError| e.to_string();
     let all_steps = "all_steps";
