@@ -172,6 +172,8 @@ fn all_frequent_sql_on_duckdb_and_spark_gives_the_known_pattern_counts_of_the_sp
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    #[cfg(feature = "ballista")]
+    let cluster = local_ballista_cluster();
     // The known answers of ../shared/datasets/README.md (contiguous, from length 1); Spark on
     // one of them, since each Spark run starts a JVM.
     let cases: [(&str, u32, usize, &[&str]); 3] = [
@@ -231,8 +233,38 @@ fn all_frequent_sql_on_duckdb_and_spark_gives_the_known_pattern_counts_of_the_sp
                 first,
                 "DataFusion on {name}@{min_support}"
             );
+            // And the same plans on a Ballista cluster of two executors.
+            #[cfg(feature = "ballista")]
+            {
+                let mut args = vec!["-q", "--store", &store, "--format", "json", "mine"];
+                args.extend(["--engine", "ballista", "--scheduler", &cluster.1]);
+                args.extend_from_slice(&flags);
+                let output = json_ok(dir.path(), &args);
+                assert_eq!(
+                    Some(patterns_of(&output)),
+                    first,
+                    "Ballista on {name}@{min_support}"
+                );
+            }
         }
     }
+}
+
+/// A scheduler and two executors (one task slot each, so stages spread over both) on a
+/// runtime of their own, which keeps them up until it is dropped; with the scheduler's URL.
+#[cfg(feature = "ballista")]
+fn local_ballista_cluster() -> (tokio::runtime::Runtime, String) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let scheduler = runtime
+        .block_on(chainweaver_analyzer::engine::ballista::start_local_cluster(
+            2, 1,
+        ))
+        .unwrap();
+    (runtime, scheduler)
 }
 
 #[test]
@@ -460,16 +492,7 @@ fn all_frequent_without_an_engine_that_reports_it_is_a_usage_error() {
 #[cfg(feature = "ballista")]
 #[test]
 fn ballista_with_two_executors_counts_the_patterns_mine_stores() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let scheduler = runtime
-        .block_on(chainweaver_analyzer::engine::ballista::start_local_cluster(
-            2, 1,
-        ))
-        .unwrap();
+    let (runtime, scheduler) = local_ballista_cluster();
     let on_ballista = ["--engine", "ballista", "--scheduler", scheduler.as_str()];
     let dir = tempfile::tempdir().unwrap();
     if let Some(datasets) = shared_datasets() {
