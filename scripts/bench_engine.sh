@@ -2,7 +2,9 @@
 # Counting on Apache DataFusion against the in-process miner, through the binary, side by side
 # on the same generated Parquet store (day partitions), each process from start to exit under
 # /usr/bin/time -v (wall time and peak resident memory). Also checks that both find the same
-# closed patterns, supports and occurrence counts.
+# closed patterns, supports and occurrence counts. With BENCH_BALLISTA=1 the same plans also run
+# on a local Ballista cluster (examples/ballista_cluster: a scheduler and two executors in a
+# process of their own, started once); the client is timed, and the cluster's CPU time printed.
 #
 #   scripts/bench_engine.sh [data_dir]
 #
@@ -17,8 +19,20 @@ data=${1:-$target/bench-engine}
 sizes=${BENCH_ENGINE_SIZES:-"1000000 10000000"}
 mkdir -p "$data"
 
-cargo build --release --quiet --workspace --all-features --bin chainweaver
+cargo build --release --quiet --workspace --all-features --bin chainweaver --example ballista_cluster
 bin="$target/release/chainweaver"
+scheduler=""
+if [ "${BENCH_BALLISTA:-0}" = 1 ]; then
+    "$target/release/examples/ballista_cluster" 2 >"$data/cluster.url" 2>"$data/cluster.err" &
+    cluster=$!
+    trap 'kill -INT $cluster 2>/dev/null || true' EXIT
+    for _ in $(seq 100); do
+        scheduler=$(head -n 1 "$data/cluster.url")
+        [ -n "$scheduler" ] && break
+        sleep 0.1
+    done
+    [ -n "$scheduler" ] || { cat "$data/cluster.err" >&2; exit 1; }
+fi
 
 # One command under /usr/bin/time -v: prints `label wall_s peak_mib`; stdout goes to $data/$label.out.
 timed() {
@@ -44,13 +58,20 @@ for steps in $sizes; do
     fi
     echo "# $steps steps, Parquet (label wall_s peak_MiB)"
     timed datafusion --store "$store" --format json mine --engine datafusion
+    if [ -n "$scheduler" ]; then
+        timed ballista --store "$store" --format json mine --engine ballista --scheduler "$scheduler"
+        echo "cluster CPU so far: $(ps -o times= -p "$cluster" | tr -d ' ') s"
+    else
+        cp "$data/datafusion.out" "$data/ballista.out"
+    fi
     timed count-only --store "$store" mine --count-only --max-length 10
     timed in-process --store "$store" --format json mine
-    python3 - "$data/datafusion.out" "$data/in-process.out" <<'PY'
+    python3 - "$data/datafusion.out" "$data/ballista.out" "$data/in-process.out" <<'PY'
 import json, sys
-engine, mined = (json.load(open(p)) for p in sys.argv[1:3])
+engine, cluster, mined = (json.load(open(p)) for p in sys.argv[1:4])
 key = lambda p: (tuple(p["tools"]), p["support"], p["occurrences"])
-a, b = {key(p) for p in engine["patterns"]}, {key(p) for p in mined["patterns"]}
-print(f"patterns: datafusion {len(a)}, in-process {len(b)}, identical: {a == b}")
+a, c, b = ({key(p) for p in o["patterns"]} for o in (engine, cluster, mined))
+print(f"patterns: datafusion {len(a)}, ballista {len(c)}, in-process {len(b)}, "
+      f"identical: {a == b and c == b}")
 PY
 done
