@@ -574,3 +574,33 @@ fn ballista_and_scheduler_go_together() {
         );
     }
 }
+
+/// A SQLite store on a cluster: refused before any connection, with how to get a Parquet one.
+#[cfg(feature = "ballista")]
+#[test]
+fn a_sqlite_store_on_ballista_is_refused_with_how_to_convert_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let generate = chainweaver(
+        dir.path(),
+        &[
+            "-q", "--store", "small.db", "datasets", "generate", "--traces", "20", "--seed", "5",
+        ],
+    );
+    assert!(generate.status.success());
+    let refused = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "--store",
+            "small.db",
+            "mine",
+            "--engine",
+            "ballista",
+            "--scheduler",
+            "df://127.0.0.1:9",
+        ],
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("traces convert"), "{stderr}");
+}

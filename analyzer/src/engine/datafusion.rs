@@ -135,7 +135,7 @@ pub fn count_patterns(
         (StepSource::Stream, Runner::Ballista { .. }) => {
             return Err(failed(
                 "a cluster reads the store's Parquet files where they are: use a Parquet store \
-                 (`--store DIR.parquet`, or `chainweaver export`)"
+                 (copy this one with `chainweaver traces convert DIR.parquet`)"
                     .into(),
             ));
         }
