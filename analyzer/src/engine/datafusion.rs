@@ -7,6 +7,11 @@
 //! are never loaded either way. Closedness is then decided in-process over the frequent rows
 //! ([`closed_patterns`](super::sql::closed_patterns)), which are few next to the steps.
 //!
+//! Embedded, the levels extend each frequent pattern's occurrences by integer joins over
+//! tables kept in the session ([`super::extend`]). A cluster cannot read those, so there each
+//! level is one SQL query ([`CountingQuery::level_sql`]) with the patterns one level down
+//! inlined.
+//!
 //! A cluster reads the files where they are, so it needs a Parquet store whose paths its
 //! executors can open.
 
@@ -176,8 +181,9 @@ fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
     })
 }
 
-/// The rows [`CountingQuery::frequent_sql`] answers (lengths `min_length..=max_length + 1`),
-/// counted level by level with [`CountingQuery::level_sql`].
+/// The rows [`CountingQuery::frequent_sql`] answers (lengths `min_length..=max_length + 1`):
+/// embedded, by extending occurrences ([`super::extend`]); on a cluster, level by level with
+/// [`CountingQuery::level_sql`].
 async fn frequent_rows(
     source: &StepSource,
     stream: Option<Vec<RecordBatch>>,
@@ -222,14 +228,14 @@ async fn frequent_rows(
                 .map_err(text)?;
         }
     }
+    if !runner.is_remote() {
+        // In this process the levels extend occurrences kept in the session, by integer joins.
+        register_mined_steps(&context, all_steps, held_out).await?;
+        return super::extend::frequent_rows(&context, steps::TABLE, query).await;
+    }
     // A cluster's executors cannot read tables held in this process's memory: there the
     // held-out traces and each level's patterns go into the SQL text itself.
-    let relation = if runner.is_remote() {
-        remote_relation(all_steps, held_out)
-    } else {
-        register_mined_steps(&context, all_steps, held_out).await?;
-        steps::TABLE.to_string()
-    };
+    let relation = remote_relation(all_steps, held_out);
     // Level by level, each length counted over the n-grams the frequent patterns one shorter
     // allow, up to one past the longest reported (closedness needs it) or the first empty level.
     let mut rows = Vec::new();
@@ -242,28 +248,15 @@ async fn frequent_rows(
             .collect()
             .await
             .map_err(text)?;
-        let Some(schema) = batches
-            .iter()
-            .find(|batch| batch.num_rows() > 0)
-            .map(RecordBatch::schema)
-        else {
+        if batches.iter().all(|batch| batch.num_rows() == 0) {
             break;
-        };
+        }
         let mut level = Vec::new();
         for batch in &batches {
             read_level(batch, length, &mut level)?;
         }
-        previous = Some(if runner.is_remote() {
-            let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
-            sql::patterns_relation(&tools, length)
-        } else {
-            let name = format!("frequent_{length}");
-            let table = MemTable::try_new(schema, vec![batches]).map_err(text)?;
-            context
-                .register_table(name.as_str(), Arc::new(table))
-                .map_err(text)?;
-            name
-        });
+        let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
+        previous = Some(sql::patterns_relation(&tools, length));
         if length >= query.min_length {
             rows.extend(level);
         }

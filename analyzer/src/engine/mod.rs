@@ -3,15 +3,19 @@
 //!
 //! - [`sql`]: the counting query, in SQL that DataFusion, DuckDB and Spark SQL run unchanged
 //!   (`chainweaver mine --emit-sql` prints it).
-//! - `datafusion` (feature `datafusion`): that query run by Apache DataFusion over the store's
-//!   Parquet files in place (or its tool-name stream), closedness decided in-process; with
-//!   feature `ballista`, the same plans on a Ballista cluster.
+//! - `datafusion` (feature `datafusion`): the same counts by Apache DataFusion over the store's
+//!   Parquet files in place (or its tool-name stream), closedness decided in-process; embedded
+//!   by extending occurrences with integer joins (`extend`), and with feature `ballista` on a
+//!   Ballista cluster, one SQL query per length.
 //! - `ballista` (feature `ballista`): a local Ballista cluster (a scheduler and executors).
 
 pub mod sql;
 
 #[cfg(feature = "datafusion")]
 pub mod datafusion;
+
+#[cfg(feature = "datafusion")]
+mod extend;
 
 #[cfg(feature = "ballista")]
 pub mod ballista;
