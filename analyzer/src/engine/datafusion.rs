@@ -368,7 +368,8 @@ fn read_level(
     Ok(())
 }
 
-fn stream_schema() -> Arc<Schema> {
+/// `trace_id`, `step_index`, `tool_name`: the columns the counting reads.
+pub(super) fn stream_schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new(steps::TRACE_ID, DataType::Utf8, false),
         Field::new(steps::STEP_INDEX, DataType::UInt32, false),

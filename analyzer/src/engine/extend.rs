@@ -61,40 +61,39 @@ pub(super) async fn frequent_rows(
     }
     register_numbered(context, relation).await?;
 
-    // Level 1: the tools themselves.
-    let mut level = count_level(context, NUMBERED, "tool", None, query.min_support).await?;
-    let mut names: Vec<Vec<usize>> = level.iter().map(|e| vec![e.tool as usize]).collect();
+    // Level 1: the tools themselves. `patterns[i]` spells pattern `i` of the current level as
+    // tool numbers.
+    let mut level = count_level(context, NUMBERED, false, query.min_support).await?;
+    let mut patterns: Vec<Vec<u32>> = level.iter().map(|e| vec![e.tool]).collect();
     let mut rows = Vec::new();
     let mut length = 1;
     loop {
         if length >= query.min_length {
-            rows.extend(
-                level
-                    .iter()
-                    .zip(&names)
-                    .map(|(extension, tools)| CountedPattern {
-                        tools: tools.iter().map(|&t| tool_names[t].clone()).collect(),
-                        support: extension.support,
-                        occurrences: extension.occurrences,
-                    }),
-            );
+            for (extension, tools) in level.iter().zip(&patterns) {
+                rows.push(CountedPattern {
+                    tools: spell(tools, &tool_names)?,
+                    support: extension.support,
+                    occurrences: extension.occurrences,
+                });
+            }
         }
         if level.is_empty() || length > query.max_length {
             break;
         }
         keep_occurrences(context, &level, length).await?;
         extend_occurrences(context, length).await?;
-        let next =
-            count_level(context, EXTENDED, "tool", Some("prefix"), query.min_support).await?;
-        names = next
+        let next = count_level(context, EXTENDED, true, query.min_support).await?;
+        patterns = next
             .iter()
             .map(|extension| {
-                let prefix = extension.prefix.map_or(0, |p| p as usize);
-                let mut tools = names.get(prefix).cloned().unwrap_or_default();
-                tools.push(extension.tool as usize);
-                tools
+                let prefix = extension.prefix.unwrap_or(u32::MAX);
+                let mut tools = patterns.get(prefix as usize).cloned().ok_or_else(|| {
+                    format!("length {}: no pattern {prefix} to extend", length + 1)
+                })?;
+                tools.push(extension.tool);
+                Ok(tools)
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         level = next;
         length += 1;
     }
@@ -102,6 +101,19 @@ pub(super) async fn frequent_rows(
         let _ = context.deregister_table(table);
     }
     Ok(rows)
+}
+
+/// The names of the tools numbered `tools`.
+fn spell(tools: &[u32], names: &[String]) -> Result<Vec<String>, String> {
+    tools
+        .iter()
+        .map(|&t| {
+            names
+                .get(t as usize)
+                .cloned()
+                .ok_or_else(|| format!("no tool numbered {t}"))
+        })
+        .collect()
 }
 
 /// Register `tool_ids (tool_name, tool)`, a number for each distinct tool name, and return the
@@ -168,19 +180,16 @@ JOIN {TOOL_IDS} n ON s.{tool} = n.{tool}",
     materialize(context, &sql, NUMBERED).await
 }
 
-/// The frequent patterns of one level in `table` (`pos`, `tool`, and with `prefix` the pattern
-/// extended), numbered in the order returned: pattern `i` of the level is the `i`-th.
+/// The frequent patterns of one level in `table` (`pos`, `tool`, and when `extends` the
+/// `prefix` pattern extended), numbered by (prefix, tool): pattern `i` of the level is the
+/// `i`-th.
 async fn count_level(
     context: &SessionContext,
     table: &str,
-    tool: &str,
-    prefix: Option<&str>,
+    extends: bool,
     min_support: u32,
 ) -> Result<Vec<Extension>, String> {
-    let keys = match prefix {
-        Some(prefix) => format!("{prefix}, {tool}"),
-        None => tool.to_string(),
-    };
+    let keys = if extends { "prefix, tool" } else { "tool" };
     let sql = format!(
         "SELECT {keys}, COUNT(*) AS support, SUM(n) AS occurrences
 FROM (SELECT {keys}, pos / {TRACE_STRIDE} AS trace, COUNT(*) AS n FROM {table} GROUP BY {keys}, pos / {TRACE_STRIDE}) per_trace
@@ -202,8 +211,8 @@ HAVING COUNT(*) >= {min_support}"
                 .ok_or_else(|| format!("no column {name}"))?;
             cast(column, &DataType::Int64).map_err(|e| e.to_string())
         };
-        let tools = u32s(tool)?;
-        let prefixes = prefix.map(u32s).transpose()?;
+        let tools = u32s("tool")?;
+        let prefixes = extends.then(|| u32s("prefix")).transpose()?;
         let (support, occurrences) = (i64s("support")?, i64s("occurrences")?);
         let (support, occurrences) = (
             support.as_primitive::<Int64Type>(),
@@ -360,11 +369,7 @@ mod tests {
         rows.reverse();
         let third = rows.len() / 3;
         rows.rotate_left(third);
-        let schema = Arc::new(Schema::new(vec![
-            Field::new(steps::TRACE_ID, DataType::Utf8, false),
-            Field::new(steps::STEP_INDEX, DataType::UInt32, false),
-            Field::new(steps::TOOL_NAME, DataType::Utf8, false),
-        ]));
+        let schema = crate::engine::datafusion::stream_schema();
         let (mut ids, mut tools) = (StringBuilder::new(), StringBuilder::new());
         let mut indexes = Vec::new();
         for (id, index, tool) in &rows {
