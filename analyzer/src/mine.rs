@@ -4,6 +4,8 @@
 //! the frequent (closed) tool sequences; the best-ranked ones become [`Pattern`]s with their
 //! occurrences, and each pattern becomes a [`Candidate`] with inferred bindings and evidence.
 
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
@@ -15,7 +17,10 @@ use chainweaver_recorder::model::{Timestamp, TraceWithSteps};
 use chainweaver_recorder::store::{TraceFilter, TraceStore, tool_sequences};
 use serde::{Deserialize, Serialize};
 
-use crate::candidate::{Built, CandidateConfig, Probe, build_candidates_profiled, even_positions};
+use crate::candidate::{
+    Built, CandidateConfig, Probe, ReadOccurrences, build_candidates_profiled, build_each,
+    even_positions, occurrence_profiles, probe_each, probe_sample,
+};
 use crate::error::{AnalyzerError, Result};
 use crate::parallel;
 use crate::spm::{self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder};
@@ -45,9 +50,11 @@ pub struct MineConfig {
     /// When a pattern is sampled: support, occurrence counts, round trips saved and support per
     /// day stay the full figures and the score is scaled to them; bindings' confidences, the
     /// success rate, determinism, schemas and the occurrence references come from the sample
-    /// (tools are then profiled over the calls of the sampled occurrences, the samples as drawn
-    /// here, before any probe), and the candidate's metadata says `sampled_occurrences`. Patterns with fewer occurrences are read whole and
-    /// come out exactly as without a cap. Overrides
+    /// (tools are then profiled over the calls inference reads: for the probe, the probes' calls
+    /// of every probed pattern; for the rest, the calls of the samples the probe let through and
+    /// of the patterns too small to probe), and the candidate's metadata says
+    /// `sampled_occurrences`. Patterns with fewer occurrences are read whole and come out exactly
+    /// as without a cap. Overrides
     /// [`StreamConfig::max_occurrences_per_pattern`] when set.
     pub max_inference_occurrences: Option<usize>,
     /// A pattern with more occurrences than this is first probed: its bindings are inferred on
@@ -312,7 +319,13 @@ impl ChainAnalyzer {
         // With a sample, tools are profiled over the calls it reads (as the streaming path
         // does), so inference costs the same however large the traffic.
         let sampled = chosen.iter().any(|c| c.sampled);
-        let (mut candidates, skipped) = build_chosen(traces, chosen, &days, config, sampled);
+        let (mut candidates, skipped) = build_chosen(
+            &StepSource::InMemory(traces),
+            chosen,
+            &days,
+            config,
+            sampled,
+        )?;
         crate::loops::add_loop_candidates(&mut candidates, &db, config.max_gap.unwrap_or(0));
         Ok(MineOutcome {
             traces: traces.len(),
@@ -359,28 +372,35 @@ impl ChainAnalyzer {
         let mined = self.mine_db(&db, &days)?;
         let mining_time = started.elapsed();
 
-        // Load the traces the sampled occurrences sit in, once each, in storage order; or,
-        // when nothing is sampled in a store small enough, every mined trace, so tools are
-        // profiled over all their calls exactly as the in-memory path does.
+        // When nothing is sampled in a store small enough, load every mined trace, so tools
+        // are profiled over all their calls exactly as the in-memory path does; otherwise read
+        // only the steps of the occurrences inference reads, as it asks for them.
         let started = Instant::now();
         let cap = config
             .max_inference_occurrences
             .or(stream.max_occurrences_per_pattern);
-        let mut chosen = self.chosen_patterns(&db, mined.chosen, cap);
+        let chosen = self.chosen_patterns(&db, mined.chosen, cap);
         let sampled = chosen.iter().any(|c| c.sampled);
         let whole_store = !sampled
             && stream.filter == TraceFilter::default()
             && db.num_steps() <= stream.profile_every_call_up_to;
-        let loaded = if whole_store {
-            load_mined(store, stream.split, trace_ids.len())?
+        let (built, loading) = if whole_store {
+            let loaded = load_mined(store, stream.split, trace_ids.len())?;
+            let loading = started.elapsed();
+            let built = build_chosen(&StepSource::InMemory(&loaded), chosen, &days, config, false);
+            parallel::drop_in_background(loaded);
+            (built?, loading)
         } else {
-            load_sampled(store, &mut chosen, &trace_ids)?
+            let source = StepSource::Store {
+                store,
+                trace_ids: &trace_ids,
+                loading: Cell::new(Duration::ZERO),
+            };
+            let built = build_chosen(&source, chosen, &days, config, true)?;
+            (built, source.loading())
         };
-        let load_time = load_columns + started.elapsed();
-
-        let started = Instant::now();
-        let (mut candidates, skipped) = build_chosen(&loaded, chosen, &days, config, !whole_store);
-        parallel::drop_in_background(loaded);
+        let (mut candidates, skipped) = built;
+        let load_time = load_columns + loading;
         crate::loops::add_loop_candidates(&mut candidates, &db, config.max_gap.unwrap_or(0));
         Ok(MineOutcome {
             traces: db.len(),
@@ -391,7 +411,7 @@ impl ChainAnalyzer {
             candidates,
             skipped,
             mining_time,
-            inference_time: started.elapsed(),
+            inference_time: started.elapsed().saturating_sub(loading),
             load_time,
         })
     }
@@ -636,20 +656,66 @@ fn load_mined(
     Ok(loaded)
 }
 
-/// The steps the chosen patterns' sampled occurrences hold, each trace once with only those
-/// steps, in storage order; the occurrences are renumbered to index the loaded traces and
-/// their steps. Inference and the tool profiles read nothing else on this path, so payloads
-/// no occurrence holds are never read.
-fn load_sampled(
+/// Where [`build_chosen`] reads the steps of the occurrences it infers from.
+enum StepSource<'a> {
+    /// Whole traces in memory, in the order of the sequences.
+    InMemory(&'a [TraceWithSteps]),
+    /// A store, read as inference asks; `trace_ids` names the sequences' traces.
+    Store {
+        store: &'a dyn TraceStore,
+        trace_ids: &'a [String],
+        /// Time spent reading so far.
+        loading: Cell<Duration>,
+    },
+}
+
+impl<'a> StepSource<'a> {
+    /// The traces holding `patterns`' occurrences, the occurrences renumbered to index them
+    /// where they are read from a store.
+    fn load(&self, patterns: &mut [Pattern]) -> Result<Cow<'a, [TraceWithSteps]>> {
+        match self {
+            StepSource::InMemory(traces) => Ok(Cow::Borrowed(traces)),
+            StepSource::Store {
+                store,
+                trace_ids,
+                loading,
+            } => {
+                let started = Instant::now();
+                let loaded = load_steps(*store, patterns, trace_ids);
+                loading.set(loading.get() + started.elapsed());
+                Ok(Cow::Owned(loaded?))
+            }
+        }
+    }
+
+    fn loading(&self) -> Duration {
+        match self {
+            StepSource::InMemory(_) => Duration::ZERO,
+            StepSource::Store { loading, .. } => loading.get(),
+        }
+    }
+}
+
+/// Let go of traces [`StepSource::load`] read, on another thread.
+fn release(traces: Cow<'_, [TraceWithSteps]>) {
+    if let Cow::Owned(traces) = traces {
+        parallel::drop_in_background(traces);
+    }
+}
+
+/// The steps `patterns`' occurrences hold, each trace once with only those steps, in storage
+/// order; the occurrences are renumbered to index the loaded traces and their steps. Inference
+/// and the tool profiles read nothing else on this path, so payloads no occurrence holds are
+/// never read.
+fn load_steps(
     store: &dyn TraceStore,
-    chosen: &mut [ChosenPattern],
+    patterns: &mut [Pattern],
     trace_ids: &[String],
 ) -> Result<Vec<TraceWithSteps>> {
-    let mut needed: Vec<(usize, usize)> = chosen
+    let mut needed: Vec<(usize, usize)> = patterns
         .iter()
-        .flat_map(|c| {
-            c.sample
-                .occurrences
+        .flat_map(|p| {
+            p.occurrences
                 .iter()
                 .flat_map(|o| o.steps.iter().map(move |&s| (o.trace, s)))
         })
@@ -690,8 +756,8 @@ fn load_sampled(
         });
     }
     let traces: Vec<usize> = groups.iter().map(|(trace, _)| *trace).collect();
-    for chosen in chosen {
-        for occurrence in &mut chosen.sample.occurrences {
+    for pattern in patterns {
+        for occurrence in &mut pattern.occurrences {
             // `groups` is sorted by trace and holds every sampled step of every sampled trace.
             let group = traces.partition_point(|&t| t < occurrence.trace);
             let range = &groups[group].1;
@@ -747,33 +813,35 @@ impl Located {
 /// Candidates for the chosen patterns, ranked, their evidence corrected to the full counts
 /// where inference read a sample; the patterns that could not become one, with why.
 fn build_chosen(
-    traces: &[TraceWithSteps],
+    source: &StepSource<'_>,
     mut chosen: Vec<ChosenPattern>,
     days: &TraceDays,
     config: &MineConfig,
     profile_occurrences_only: bool,
-) -> (Vec<Candidate>, Vec<(Vec<String>, String)>) {
+) -> Result<(Vec<Candidate>, Skipped)> {
     let mut candidates = Vec::new();
     let mut skipped = Vec::new();
     let probe = config.probe_occurrences.map(|occurrences| Probe {
         occurrences,
         link_share: PROBE_LINK_SHARE,
     });
-    let built = build_candidates_profiled(
-        traces,
-        // The occurrences move to the builder; the tools stay for the report.
-        &chosen
-            .iter_mut()
-            .map(|c| Pattern {
-                tools: c.sample.tools.clone(),
-                occurrences: std::mem::take(&mut c.sample.occurrences),
-                gapped: c.sample.gapped,
-            })
-            .collect::<Vec<_>>(),
-        &config.candidate,
-        profile_occurrences_only,
-        probe,
-    );
+    // The occurrences move to the builder; the tools stay for the report.
+    let mut patterns: Vec<Pattern> = chosen
+        .iter_mut()
+        .map(|c| Pattern {
+            tools: c.sample.tools.clone(),
+            occurrences: std::mem::take(&mut c.sample.occurrences),
+            gapped: c.sample.gapped,
+        })
+        .collect();
+    let built = if profile_occurrences_only {
+        build_probe_first(source, patterns, &config.candidate, probe)?
+    } else {
+        let traces = source.load(&mut patterns)?;
+        let built = build_candidates_profiled(&traces, &patterns, &config.candidate, probe);
+        release(traces);
+        built
+    };
     for (chosen, built) in chosen.iter().zip(built) {
         match built {
             Ok(Built {
@@ -791,8 +859,89 @@ fn build_chosen(
         }
     }
     sort_candidates(&mut candidates);
-    (candidates, skipped)
+    Ok((candidates, skipped))
 }
+
+/// Candidates for sampled patterns, the tools profiled over the calls inference reads, in two
+/// rounds. First every pattern with more occurrences than the probe is probed: only the
+/// probes' steps are read, and the tools are profiled over them. Then the patterns the probe
+/// let through and those too small to probe are built from their whole samples, whose steps
+/// are read then, the tools profiled over the calls of both rounds. A store's payloads are
+/// read only for what each round infers from, so a padded flow costs its probe and no more.
+fn build_probe_first(
+    source: &StepSource<'_>,
+    mut patterns: Vec<Pattern>,
+    config: &CandidateConfig,
+    probe: Option<Probe>,
+) -> Result<Vec<Result<Built>>> {
+    let mut built: Vec<Option<Result<Built>>> = (0..patterns.len()).map(|_| None).collect();
+    // The probes as read (renumbered to index the traces read for them) and as numbered in the
+    // sequences, kept for the second round's profiles.
+    let mut first_round: Option<FirstRound<'_>> = None;
+    if let Some(probe) = probe {
+        let (probed, at): (Vec<usize>, Vec<Pattern>) = patterns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, pattern)| Some((i, probe_sample(pattern, probe)?)))
+            .unzip();
+        if !at.is_empty() {
+            let mut probes = at.clone();
+            let traces = source.load(&mut probes)?;
+            let read = [ReadOccurrences {
+                traces: &traces,
+                read: &probes,
+                at: &at,
+            }];
+            let profiles = occurrence_profiles(&read, config);
+            let outcomes = probe_each(&traces, &probes, &profiles, config, probe);
+            for (i, outcome) in probed.into_iter().zip(outcomes) {
+                // Ok(None): every step linked, so the whole sample decides.
+                built[i] = outcome.transpose();
+            }
+            first_round = Some((traces, probes, at));
+        }
+    }
+    let rest: Vec<usize> = (0..patterns.len())
+        .filter(|&i| built[i].is_none())
+        .collect();
+    if !rest.is_empty() {
+        let at: Vec<Pattern> = rest
+            .iter()
+            .map(|&i| std::mem::replace(&mut patterns[i], Pattern::new(Vec::new(), Vec::new())))
+            .collect();
+        let mut whole = at.clone();
+        let traces = source.load(&mut whole)?;
+        let mut read = vec![ReadOccurrences {
+            traces: &traces,
+            read: &whole,
+            at: &at,
+        }];
+        if let Some((traces, probes, at)) = &first_round {
+            read.push(ReadOccurrences {
+                traces,
+                read: probes,
+                at,
+            });
+        }
+        let profiles = occurrence_profiles(&read, config);
+        let outcomes = build_each(&traces, &whole, &profiles, config);
+        release(traces);
+        for (i, outcome) in rest.into_iter().zip(outcomes) {
+            built[i] = Some(outcome);
+        }
+    }
+    if let Some((traces, _, _)) = first_round {
+        release(traces);
+    }
+    // Every slot is filled: by the probe, or by the second round.
+    Ok(built.into_iter().flatten().collect())
+}
+
+/// Patterns that could not become a candidate, with why.
+type Skipped = Vec<(Vec<String>, String)>;
+
+/// The traces read for the probes, the probes as read, and as the sequences number them.
+type FirstRound<'a> = (Cow<'a, [TraceWithSteps]>, Vec<Pattern>, Vec<Pattern>);
 
 /// A pattern that becomes a candidate: the occurrences inference reads and the full figures.
 struct ChosenPattern {

@@ -130,7 +130,7 @@ pub fn build_candidates(
     patterns: &[Pattern],
     config: &CandidateConfig,
 ) -> Vec<Result<Candidate>> {
-    build_candidates_profiled(traces, patterns, config, false, None)
+    build_candidates_profiled(traces, patterns, config, None)
         .into_iter()
         .map(|built| built.map(|b| b.candidate))
         .collect()
@@ -155,14 +155,12 @@ pub(crate) struct Built {
     pub read: usize,
 }
 
-/// [`build_candidates`], the tools profiled over the steps of the patterns' occurrences when
-/// `profile_occurrences_only`, else over every step of `traces`, and patterns probed first
-/// when `probe` says so (profiles do not depend on the probe).
+/// [`build_candidates`] with the tools profiled over every step of `traces`, and patterns
+/// probed first when `probe` says so (profiles do not depend on the probe).
 pub(crate) fn build_candidates_profiled(
     traces: &[TraceWithSteps],
     patterns: &[Pattern],
     config: &CandidateConfig,
-    profile_occurrences_only: bool,
     probe: Option<Probe>,
 ) -> Vec<Result<Built>> {
     // Only the patterns' tools are ever looked up.
@@ -170,61 +168,139 @@ pub(crate) fn build_candidates_profiled(
         .iter()
         .flat_map(|p| p.tools.iter().cloned())
         .collect();
+    let profiles = ToolProfiles::compute(traces, Some(&tools), config);
     let threads = parallel::thread_count(config.threads);
-    let profiles = if profile_occurrences_only {
-        // Every step of every occurrence, grouped by tool without reading the steps (the
-        // pattern names each position's tool); the tools' jobs sort and read their own.
-        let mut names: Vec<&str> = tools.iter().map(String::as_str).collect();
-        names.sort_unstable();
-        let mut groups: Vec<Vec<(usize, usize)>> = vec![Vec::new(); names.len()];
-        for pattern in patterns {
+    let order = costliest_first(patterns);
+    let built = parallel::map(&order, threads, |&i| {
+        let pattern = &patterns[i];
+        if let Some(probe) = probe
+            && let Some(small) = probe_sample(pattern, probe)
+            && let Some(built) = build_if_unlinked(traces, &small, &profiles, config, probe)?
+        {
+            return Ok(built);
+        }
+        build_whole(traces, pattern, &profiles, config)
+    });
+    in_pattern_order(order, built)
+}
+
+/// Occurrences read from a set of traces, for [`occurrence_profiles`].
+pub(crate) struct ReadOccurrences<'a> {
+    pub traces: &'a [TraceWithSteps],
+    /// The occurrences, indexing `traces`.
+    pub read: &'a [Pattern],
+    /// The same occurrences as the sequences number them (the same as `read` when `traces`
+    /// are the sequences' traces), which names a step across sets.
+    pub at: &'a [Pattern],
+}
+
+/// The tools of the patterns in `sets`, each profiled over the steps their occurrences hold,
+/// a step held by several occurrences or sets counted once (the pattern names each
+/// position's tool, so the steps are grouped without being read).
+pub(crate) fn occurrence_profiles(
+    sets: &[ReadOccurrences<'_>],
+    config: &CandidateConfig,
+) -> ToolProfiles {
+    let mut names: Vec<&str> = sets
+        .iter()
+        .flat_map(|set| set.read.iter())
+        .flat_map(|p| p.tools.iter().map(String::as_str))
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut groups: Vec<Vec<profile::KeyedStep<'_>>> = vec![Vec::new(); names.len()];
+    for set in sets {
+        for (pattern, at) in set.read.iter().zip(set.at) {
             let ids: Vec<Option<usize>> = pattern
                 .tools
                 .iter()
                 .map(|tool| names.binary_search(&tool.as_str()).ok())
                 .collect();
-            for occurrence in &pattern.occurrences {
-                for (&step, id) in occurrence.steps.iter().zip(&ids) {
-                    if let Some(id) = *id {
-                        groups[id].push((occurrence.trace, step));
+            for (occurrence, key) in pattern.occurrences.iter().zip(&at.occurrences) {
+                let Some(trace) = set.traces.get(occurrence.trace) else {
+                    continue;
+                };
+                for ((&step, &key_step), id) in occurrence.steps.iter().zip(&key.steps).zip(&ids) {
+                    if let (Some(id), Some(step)) = (*id, trace.steps.get(step)) {
+                        groups[id].push(((key.trace, key_step), step));
                     }
                 }
             }
         }
-        ToolProfiles::compute_grouped(traces, names.into_iter().zip(groups).collect(), config)
-    } else {
-        ToolProfiles::compute(traces, Some(&tools), config)
-    };
-    // Costliest first (most occurrences), so the threads finish together.
+    }
+    ToolProfiles::compute_keyed(names.into_iter().zip(groups).collect(), config)
+}
+
+/// `pattern` cut to the probe's occurrences (spread evenly), when it has more than those.
+pub(crate) fn probe_sample(pattern: &Pattern, probe: Probe) -> Option<Pattern> {
+    let cap = probe.occurrences.max(1);
+    (pattern.occurrences.len() > cap).then(|| Pattern {
+        tools: pattern.tools.clone(),
+        occurrences: even_positions(pattern.occurrences.len(), cap)
+            .map(|i| pattern.occurrences[i].clone())
+            .collect(),
+        gapped: pattern.gapped,
+    })
+}
+
+/// The probe of each of `probes` (see [`build_if_unlinked`]), in parallel, in order.
+pub(crate) fn probe_each(
+    traces: &[TraceWithSteps],
+    probes: &[Pattern],
+    profiles: &ToolProfiles,
+    config: &CandidateConfig,
+    probe: Probe,
+) -> Vec<Result<Option<Built>>> {
+    let order = costliest_first(probes);
+    let threads = parallel::thread_count(config.threads);
+    let probed = parallel::map(&order, threads, |&i| {
+        build_if_unlinked(traces, &probes[i], profiles, config, probe)
+    });
+    in_pattern_order(order, probed)
+}
+
+/// A candidate for each of `patterns` from all its occurrences, in parallel, in order.
+pub(crate) fn build_each(
+    traces: &[TraceWithSteps],
+    patterns: &[Pattern],
+    profiles: &ToolProfiles,
+    config: &CandidateConfig,
+) -> Vec<Result<Built>> {
+    let order = costliest_first(patterns);
+    let threads = parallel::thread_count(config.threads);
+    let built = parallel::map(&order, threads, |&i| {
+        build_whole(traces, &patterns[i], profiles, config)
+    });
+    in_pattern_order(order, built)
+}
+
+fn build_whole(
+    traces: &[TraceWithSteps],
+    pattern: &Pattern,
+    profiles: &ToolProfiles,
+    config: &CandidateConfig,
+) -> Result<Built> {
+    Ok(Built {
+        candidate: build_candidate_with(traces, pattern, profiles, config)?,
+        unlinked_in_probe: Vec::new(),
+        read: pattern.occurrences.len(),
+    })
+}
+
+/// Pattern indexes, most occurrences first, so parallel threads finish together.
+fn costliest_first(patterns: &[Pattern]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..patterns.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(patterns[i].occurrences.len()));
-    let built = parallel::map(&order, threads, |&i| {
-        let pattern = &patterns[i];
-        if let Some(probe) = probe
-            && pattern.occurrences.len() > probe.occurrences.max(1)
-        {
-            let small = Pattern {
-                tools: pattern.tools.clone(),
-                occurrences: even_positions(pattern.occurrences.len(), probe.occurrences.max(1))
-                    .map(|i| pattern.occurrences[i].clone())
-                    .collect(),
-                gapped: pattern.gapped,
-            };
-            if let Some(built) = build_if_unlinked(traces, &small, &profiles, config, probe)? {
-                return Ok(built);
-            }
-        }
-        Ok(Built {
-            candidate: build_candidate_with(traces, pattern, &profiles, config)?,
-            unlinked_in_probe: Vec::new(),
-            read: pattern.occurrences.len(),
-        })
-    });
-    let mut results: Vec<Option<Result<Built>>> = (0..patterns.len()).map(|_| None).collect();
-    for (i, result) in order.into_iter().zip(built) {
-        results[i] = Some(result);
+    order
+}
+
+/// Results computed in `order`, put back in pattern order.
+fn in_pattern_order<R>(order: Vec<usize>, results: Vec<R>) -> Vec<R> {
+    let mut placed: Vec<Option<R>> = (0..order.len()).map(|_| None).collect();
+    for (i, result) in order.into_iter().zip(results) {
+        placed[i] = Some(result);
     }
-    results.into_iter().flatten().collect()
+    placed.into_iter().flatten().collect()
 }
 
 /// The probe: infer `small`'s bindings and, when a step is linked to no other even loosely,

@@ -13,6 +13,9 @@ use crate::infer::index::{FastMap, canonical_hash};
 use crate::infer::normalized_output;
 use crate::parallel;
 
+/// A step and the `(trace, step)` key that orders the traffic and names it once.
+pub(crate) type KeyedStep<'a> = ((usize, usize), &'a ObservedStep);
+
 /// What the traffic shows about each tool, computed once and shared by every candidate.
 #[derive(Debug, Clone, Default)]
 pub struct ToolProfiles {
@@ -113,22 +116,42 @@ impl ToolProfiles {
     }
 
     /// [`ToolProfiles::compute`] over the steps named by `(trace, step)` positions in
-    /// `traces`, given per tool (each tool's positions are sorted and deduplicated here).
+    /// `traces`, given per tool (each tool's positions are sorted and deduplicated).
     pub(crate) fn compute_grouped(
         traces: &[TraceWithSteps],
-        mut groups: Vec<(&str, Vec<(usize, usize)>)>,
+        groups: Vec<(&str, Vec<(usize, usize)>)>,
+        config: &CandidateConfig,
+    ) -> Self {
+        let keyed = groups
+            .into_iter()
+            .map(|(tool, positions)| {
+                let steps = positions
+                    .into_iter()
+                    .filter_map(|(t, s)| Some(((t, s), traces.get(t)?.steps.get(s)?)))
+                    .collect();
+                (tool, steps)
+            })
+            .collect();
+        Self::compute_keyed(keyed, config)
+    }
+
+    /// [`ToolProfiles::compute`] over the steps given per tool, each with a key that orders
+    /// the traffic and names a step once (`(trace, step)` as the sequences number them): each
+    /// tool's steps are sorted by key and a step given twice counts once.
+    pub(crate) fn compute_keyed(
+        mut groups: Vec<(&str, Vec<KeyedStep<'_>>)>,
         config: &CandidateConfig,
     ) -> Self {
         // Largest first, so the threads finish together.
         groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then(a.0.cmp(b.0)));
         let threads = parallel::thread_count(config.threads);
-        let profiles = parallel::map(&groups, threads, |(tool, positions)| {
-            let mut positions = positions.clone();
-            positions.sort_unstable();
-            positions.dedup();
-            let steps: Vec<&ObservedStep> = positions
-                .iter()
-                .filter_map(|&(t, s)| traces.get(t).and_then(|t| t.steps.get(s)))
+        let profiles = parallel::map(&groups, threads, |(tool, keyed)| {
+            let mut keyed = keyed.clone();
+            keyed.sort_unstable_by_key(|(key, _)| *key);
+            keyed.dedup_by_key(|(key, _)| *key);
+            let steps: Vec<&ObservedStep> = keyed
+                .into_iter()
+                .map(|(_, step)| step)
                 .filter(|step| !step.is_error() && step.tool_name == *tool)
                 .collect();
             (!steps.is_empty()).then(|| profile(&steps, config))

@@ -397,3 +397,157 @@ fn the_probe_hides_no_link_the_full_inference_finds() {
     // The traffic has flows padded with unrelated calls often enough to be probed: 43 times.
     assert_eq!(probed_down, 43);
 }
+
+/// A real SQLite store that notes which steps each `get_trace_steps` call asks for.
+struct CountingStore {
+    inner: chainweaver_recorder::store::SqliteStore,
+    reads: std::cell::RefCell<Vec<BTreeSet<(String, usize)>>>,
+}
+
+mod counting {
+    use chainweaver_recorder::error::Result;
+    use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
+    use chainweaver_recorder::store::{
+        AppendStats, PageRequest, StepColumns, StepTool, StoreCounts, ToolSequences, TraceFilter,
+        TracePage, TraceStore,
+    };
+    use serde_json::Value;
+
+    impl TraceStore for super::CountingStore {
+        fn append(
+            &mut self,
+            traces: &[ObservedTrace],
+            steps: &[ObservedStep],
+        ) -> Result<AppendStats> {
+            self.inner.append(traces, steps)
+        }
+        fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage> {
+            self.inner.list_traces(filter, page)
+        }
+        fn get_trace(&self, trace_id: &str) -> Result<Option<TraceWithSteps>> {
+            self.inner.get_trace(trace_id)
+        }
+        fn get_trace_steps(&self, wanted: &[(&str, &[usize])]) -> Result<Vec<TraceWithSteps>> {
+            self.reads.borrow_mut().push(
+                wanted
+                    .iter()
+                    .flat_map(|(id, at)| at.iter().map(|&s| (id.to_string(), s)))
+                    .collect(),
+            );
+            self.inner.get_trace_steps(wanted)
+        }
+        fn for_each_trace(
+            &self,
+            visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>,
+        ) -> Result<()> {
+            self.inner.for_each_trace(visit)
+        }
+        fn step_columns(&self, filter: &TraceFilter) -> Result<StepColumns> {
+            self.inner.step_columns(filter)
+        }
+        fn for_each_step_tool(
+            &self,
+            visit: &mut dyn FnMut(StepTool<'_>) -> Result<()>,
+        ) -> Result<()> {
+            self.inner.for_each_step_tool(visit)
+        }
+        fn read_tool_sequences(&self, keep: &dyn Fn(&str) -> bool) -> Result<ToolSequences> {
+            self.inner.read_tool_sequences(keep)
+        }
+        fn trace_ids(&self) -> Result<Vec<String>> {
+            self.inner.trace_ids()
+        }
+        fn counts(&self) -> Result<StoreCounts> {
+            self.inner.counts()
+        }
+        fn put_document(&mut self, kind: &str, key: &str, document: &Value) -> Result<()> {
+            self.inner.put_document(kind, key, document)
+        }
+        fn get_document(&self, kind: &str, key: &str) -> Result<Option<Value>> {
+            self.inner.get_document(kind, key)
+        }
+        fn list_documents(&self, kind: &str) -> Result<Vec<(String, Value)>> {
+            self.inner.list_documents(kind)
+        }
+        fn delete_document(&mut self, kind: &str, key: &str) -> Result<bool> {
+            self.inner.delete_document(kind, key)
+        }
+    }
+}
+
+/// With a sample larger than the probe, the streaming path reads a store in two rounds: the
+/// probes' steps, then the whole samples of the patterns the probe let through. A padded flow
+/// costs its probe: fewer steps are read than without the probe, every step read is one the
+/// run without the probe reads too, the flows built from whole samples come out as without the
+/// probe, and the in-memory path over the same traffic proposes exactly the same candidates.
+#[test]
+fn the_store_is_read_probe_first() {
+    use chainweaver_analyzer::mine::StreamConfig;
+    use chainweaver_recorder::store::{SqliteStore, TraceStore};
+
+    let (traces, truth) = traffic(4000, 23);
+    let dir = tempfile::tempdir().unwrap();
+    let mut inner = SqliteStore::open(&dir.path().join("traces.db")).unwrap();
+    let trace_rows: Vec<_> = traces.iter().map(|t| t.trace.clone()).collect();
+    let step_rows: Vec<_> = traces.iter().flat_map(|t| t.steps.clone()).collect();
+    inner.append(&trace_rows, &step_rows).unwrap();
+    let store = CountingStore {
+        inner,
+        reads: Default::default(),
+    };
+    let config = MineConfig {
+        min_support: 5,
+        max_inference_occurrences: Some(400),
+        probe_occurrences: Some(32),
+        ..MineConfig::default()
+    };
+    let probed = ChainAnalyzer::new(config.clone())
+        .analyze_store(&store, &StreamConfig::default())
+        .unwrap();
+    let rounds = store.reads.take();
+    let unprobed = ChainAnalyzer::new(MineConfig {
+        probe_occurrences: None,
+        ..config.clone()
+    })
+    .analyze_store(&store, &StreamConfig::default())
+    .unwrap();
+    let without_probe = store.reads.take();
+
+    assert_eq!(
+        rounds.len(),
+        2,
+        "one read for the probes, one for the whole samples"
+    );
+    assert_eq!(without_probe.len(), 1);
+    let read: BTreeSet<(String, usize)> = rounds.iter().flatten().cloned().collect();
+    assert!(read.is_subset(&without_probe[0]));
+    assert!(read.len() < without_probe[0].len());
+
+    let decided_by_probe = |c: &Candidate| {
+        c.sample
+            .as_ref()
+            .is_some_and(|s| !s.unlinked_in_probe.is_empty())
+    };
+    assert!(probed.candidates.iter().any(decided_by_probe));
+    for flow in &truth.flows {
+        let with = probed
+            .candidates
+            .iter()
+            .find(|c| c.tools == flow.tools)
+            .unwrap();
+        let without = unprobed
+            .candidates
+            .iter()
+            .find(|c| c.tools == flow.tools)
+            .unwrap();
+        assert!(!decided_by_probe(with), "{:?}", flow.tools);
+        assert_eq!(with.bindings, without.bindings, "{:?}", flow.tools);
+        assert_eq!(
+            with.evidence.occurrence_refs,
+            without.evidence.occurrence_refs
+        );
+    }
+
+    let in_memory = ChainAnalyzer::new(config).analyze(&traces).unwrap();
+    assert_eq!(probed.candidates, in_memory.candidates);
+}
