@@ -398,9 +398,9 @@ fn the_probe_hides_no_link_the_full_inference_finds() {
     assert_eq!(probed_down, 43);
 }
 
-/// A real SQLite store that notes which steps each `get_trace_steps` call asks for.
+/// A real store that notes which steps each `get_trace_steps` call asks for.
 struct CountingStore {
-    inner: chainweaver_recorder::store::SqliteStore,
+    inner: Box<dyn chainweaver_recorder::store::TraceStore>,
     reads: std::cell::RefCell<Vec<BTreeSet<(String, usize)>>>,
 }
 
@@ -492,7 +492,7 @@ fn the_store_is_read_probe_first() {
     let step_rows: Vec<_> = traces.iter().flat_map(|t| t.steps.clone()).collect();
     inner.append(&trace_rows, &step_rows).unwrap();
     let store = CountingStore {
-        inner,
+        inner: Box::new(inner),
         reads: Default::default(),
     };
     let config = MineConfig {
@@ -548,6 +548,21 @@ fn the_store_is_read_probe_first() {
         );
     }
 
-    let in_memory = ChainAnalyzer::new(config).analyze(&traces).unwrap();
+    let in_memory = ChainAnalyzer::new(config.clone()).analyze(&traces).unwrap();
     assert_eq!(probed.candidates, in_memory.candidates);
+
+    // A Parquet store is asked for the same steps in the same two reads, and the same
+    // candidates come out.
+    let mut parquet =
+        chainweaver_recorder::store::ParquetStore::open(&dir.path().join("pq")).unwrap();
+    parquet.append(&trace_rows, &step_rows).unwrap();
+    let parquet = CountingStore {
+        inner: Box::new(parquet),
+        reads: Default::default(),
+    };
+    let from_parquet = ChainAnalyzer::new(config)
+        .analyze_store(&parquet, &StreamConfig::default())
+        .unwrap();
+    assert_eq!(parquet.reads.take(), rounds);
+    assert_eq!(from_parquet.candidates, probed.candidates);
 }
