@@ -18,8 +18,8 @@ use chainweaver_recorder::store::{TraceFilter, TraceStore, tool_sequences};
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::{
-    Built, CandidateConfig, Probe, ReadOccurrences, build_candidates_profiled, build_each,
-    even_positions, occurrence_profiles, probe_each, probe_sample,
+    Built, CandidateConfig, Probe, ReadOccurrences, build_candidates_profiled, build_if_unlinked,
+    build_whole, each_in_parallel, even_positions, occurrence_profiles, probe_sample,
 };
 use crate::error::{AnalyzerError, Result};
 use crate::parallel;
@@ -893,7 +893,9 @@ fn build_probe_first(
                 at: &at,
             }];
             let profiles = occurrence_profiles(&read, config);
-            let outcomes = probe_each(&traces, &probes, &profiles, config, probe);
+            let outcomes = each_in_parallel(&probes, config, |small| {
+                build_if_unlinked(&traces, small, &profiles, config, probe)
+            });
             for (i, outcome) in probed.into_iter().zip(outcomes) {
                 // Ok(None): every step linked, so the whole sample decides.
                 built[i] = outcome.transpose();
@@ -924,7 +926,9 @@ fn build_probe_first(
             });
         }
         let profiles = occurrence_profiles(&read, config);
-        let outcomes = build_each(&traces, &whole, &profiles, config);
+        let outcomes = each_in_parallel(&whole, config, |pattern| {
+            build_whole(&traces, pattern, &profiles, config)
+        });
         release(traces);
         for (i, outcome) in rest.into_iter().zip(outcomes) {
             built[i] = Some(outcome);

@@ -169,10 +169,7 @@ pub(crate) fn build_candidates_profiled(
         .flat_map(|p| p.tools.iter().cloned())
         .collect();
     let profiles = ToolProfiles::compute(traces, Some(&tools), config);
-    let threads = parallel::thread_count(config.threads);
-    let order = costliest_first(patterns);
-    let built = parallel::map(&order, threads, |&i| {
-        let pattern = &patterns[i];
+    each_in_parallel(patterns, config, |pattern| {
         if let Some(probe) = probe
             && let Some(small) = probe_sample(pattern, probe)
             && let Some(built) = build_if_unlinked(traces, &small, &profiles, config, probe)?
@@ -180,8 +177,7 @@ pub(crate) fn build_candidates_profiled(
             return Ok(built);
         }
         build_whole(traces, pattern, &profiles, config)
-    });
-    in_pattern_order(order, built)
+    })
 }
 
 /// Occurrences read from a set of traces, for [`occurrence_profiles`].
@@ -243,38 +239,24 @@ pub(crate) fn probe_sample(pattern: &Pattern, probe: Probe) -> Option<Pattern> {
     })
 }
 
-/// The probe of each of `probes` (see [`build_if_unlinked`]), in parallel, in order.
-pub(crate) fn probe_each(
-    traces: &[TraceWithSteps],
-    probes: &[Pattern],
-    profiles: &ToolProfiles,
-    config: &CandidateConfig,
-    probe: Probe,
-) -> Vec<Result<Option<Built>>> {
-    let order = costliest_first(probes);
-    let threads = parallel::thread_count(config.threads);
-    let probed = parallel::map(&order, threads, |&i| {
-        build_if_unlinked(traces, &probes[i], profiles, config, probe)
-    });
-    in_pattern_order(order, probed)
-}
-
-/// A candidate for each of `patterns` from all its occurrences, in parallel, in order.
-pub(crate) fn build_each(
-    traces: &[TraceWithSteps],
+/// `f` of each of `patterns` on up to `config.threads` threads, the costliest (most
+/// occurrences) first so the threads finish together; the results in pattern order.
+pub(crate) fn each_in_parallel<R: Send>(
     patterns: &[Pattern],
-    profiles: &ToolProfiles,
     config: &CandidateConfig,
-) -> Vec<Result<Built>> {
-    let order = costliest_first(patterns);
-    let threads = parallel::thread_count(config.threads);
-    let built = parallel::map(&order, threads, |&i| {
-        build_whole(traces, &patterns[i], profiles, config)
-    });
-    in_pattern_order(order, built)
+    f: impl Fn(&Pattern) -> R + Sync,
+) -> Vec<R> {
+    parallel::map_indices_with(
+        patterns.len(),
+        parallel::thread_count(config.threads),
+        |i| patterns[i].occurrences.len(),
+        || (),
+        |(), i| f(&patterns[i]),
+    )
 }
 
-fn build_whole(
+/// A candidate for `pattern` from all its occurrences.
+pub(crate) fn build_whole(
     traces: &[TraceWithSteps],
     pattern: &Pattern,
     profiles: &ToolProfiles,
@@ -287,25 +269,9 @@ fn build_whole(
     })
 }
 
-/// Pattern indexes, most occurrences first, so parallel threads finish together.
-fn costliest_first(patterns: &[Pattern]) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..patterns.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(patterns[i].occurrences.len()));
-    order
-}
-
-/// Results computed in `order`, put back in pattern order.
-fn in_pattern_order<R>(order: Vec<usize>, results: Vec<R>) -> Vec<R> {
-    let mut placed: Vec<Option<R>> = (0..order.len()).map(|_| None).collect();
-    for (i, result) in order.into_iter().zip(results) {
-        placed[i] = Some(result);
-    }
-    placed.into_iter().flatten().collect()
-}
-
 /// The probe: infer `small`'s bindings and, when a step is linked to no other even loosely,
 /// the candidate built from them; `None` when every step is linked.
-fn build_if_unlinked(
+pub(crate) fn build_if_unlinked(
     traces: &[TraceWithSteps],
     small: &Pattern,
     profiles: &ToolProfiles,

@@ -98,41 +98,21 @@ impl ToolProfiles {
         only: Option<&HashSet<String>>,
         config: &CandidateConfig,
     ) -> Self {
-        // Positions by tool, in traffic order; the tools not asked for are dropped once per tool.
-        let mut by_tool: FastMap<&str, Vec<(usize, usize)>> = FastMap::default();
+        // Steps by tool, in traffic order; the tools not asked for are dropped once per tool.
+        let mut by_tool: FastMap<&str, Vec<KeyedStep<'_>>> = FastMap::default();
         for (t, trace) in traces.iter().enumerate() {
             for (s, step) in trace.steps.iter().enumerate() {
                 by_tool
                     .entry(step.tool_name.as_str())
                     .or_default()
-                    .push((t, s));
+                    .push(((t, s), step));
             }
         }
         let groups = by_tool
             .into_iter()
             .filter(|(tool, _)| only.is_none_or(|o| o.contains(*tool)))
             .collect();
-        Self::compute_grouped(traces, groups, config)
-    }
-
-    /// [`ToolProfiles::compute`] over the steps named by `(trace, step)` positions in
-    /// `traces`, given per tool (each tool's positions are sorted and deduplicated).
-    pub(crate) fn compute_grouped(
-        traces: &[TraceWithSteps],
-        groups: Vec<(&str, Vec<(usize, usize)>)>,
-        config: &CandidateConfig,
-    ) -> Self {
-        let keyed = groups
-            .into_iter()
-            .map(|(tool, positions)| {
-                let steps = positions
-                    .into_iter()
-                    .filter_map(|(t, s)| Some(((t, s), traces.get(t)?.steps.get(s)?)))
-                    .collect();
-                (tool, steps)
-            })
-            .collect();
-        Self::compute_keyed(keyed, config)
+        Self::compute_keyed(groups, config)
     }
 
     /// [`ToolProfiles::compute`] over the steps given per tool, each with a key that orders

@@ -223,14 +223,14 @@ fn chainweaver_example_gives_exactly_the_python_candidate() {
 #[test]
 fn analyze_store_streams_and_agrees_with_analyze() {
     use chainweaver_analyzer::mine::StreamConfig;
-    use chainweaver_recorder::store::{SqliteStore, TraceStore};
+    use chainweaver_recorder::store::SqliteStore;
 
     let (traces, truth) = traffic(600, 5);
     let dir = tempfile::tempdir().unwrap();
-    let mut store = SqliteStore::open(&dir.path().join("traces.db")).unwrap();
-    let trace_rows: Vec<_> = traces.iter().map(|t| t.trace.clone()).collect();
-    let step_rows: Vec<_> = traces.iter().flat_map(|t| t.steps.clone()).collect();
-    store.append(&trace_rows, &step_rows).unwrap();
+    let store = holding(
+        SqliteStore::open(&dir.path().join("traces.db")).unwrap(),
+        &traces,
+    );
 
     // Without a sample both read every occurrence: the same patterns and candidates.
     let exact = MineConfig {
@@ -398,13 +398,21 @@ fn the_probe_hides_no_link_the_full_inference_finds() {
     assert_eq!(probed_down, 43);
 }
 
-/// A real store that notes which steps each `get_trace_steps` call asks for.
-struct CountingStore {
-    inner: Box<dyn chainweaver_recorder::store::TraceStore>,
-    reads: std::cell::RefCell<Vec<BTreeSet<(String, usize)>>>,
+/// `store` holding `traces`, appended in one batch.
+fn holding<S: chainweaver_recorder::store::TraceStore>(
+    mut store: S,
+    traces: &[TraceWithSteps],
+) -> S {
+    let trace_rows: Vec<_> = traces.iter().map(|t| t.trace.clone()).collect();
+    let step_rows: Vec<_> = traces.iter().flat_map(|t| t.steps.clone()).collect();
+    store.append(&trace_rows, &step_rows).unwrap();
+    store
 }
 
 mod counting {
+    use std::cell::RefCell;
+    use std::collections::BTreeSet;
+
     use chainweaver_recorder::error::Result;
     use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
     use chainweaver_recorder::store::{
@@ -413,7 +421,24 @@ mod counting {
     };
     use serde_json::Value;
 
-    impl TraceStore for super::CountingStore {
+    /// A real store that notes which steps each `get_trace_steps` call asks for; the other
+    /// calls pass through.
+    pub(super) struct CountingStore {
+        inner: Box<dyn TraceStore>,
+        /// The `(trace id, position)` pairs of each read, in order.
+        pub reads: RefCell<Vec<BTreeSet<(String, usize)>>>,
+    }
+
+    impl CountingStore {
+        pub fn over(inner: impl TraceStore + 'static) -> Self {
+            Self {
+                inner: Box::new(inner),
+                reads: RefCell::default(),
+            }
+        }
+    }
+
+    impl TraceStore for CountingStore {
         fn append(
             &mut self,
             traces: &[ObservedTrace],
@@ -483,18 +508,13 @@ mod counting {
 #[test]
 fn the_store_is_read_probe_first() {
     use chainweaver_analyzer::mine::StreamConfig;
-    use chainweaver_recorder::store::{SqliteStore, TraceStore};
+    use chainweaver_recorder::store::{ParquetStore, SqliteStore};
+    use counting::CountingStore;
 
     let (traces, truth) = traffic(4000, 23);
     let dir = tempfile::tempdir().unwrap();
-    let mut inner = SqliteStore::open(&dir.path().join("traces.db")).unwrap();
-    let trace_rows: Vec<_> = traces.iter().map(|t| t.trace.clone()).collect();
-    let step_rows: Vec<_> = traces.iter().flat_map(|t| t.steps.clone()).collect();
-    inner.append(&trace_rows, &step_rows).unwrap();
-    let store = CountingStore {
-        inner: Box::new(inner),
-        reads: Default::default(),
-    };
+    let sqlite = SqliteStore::open(&dir.path().join("traces.db")).unwrap();
+    let store = CountingStore::over(holding(sqlite, &traces));
     let config = MineConfig {
         min_support: 5,
         max_inference_occurrences: Some(400),
@@ -553,13 +573,8 @@ fn the_store_is_read_probe_first() {
 
     // A Parquet store is asked for the same steps in the same two reads, and the same
     // candidates come out.
-    let mut parquet =
-        chainweaver_recorder::store::ParquetStore::open(&dir.path().join("pq")).unwrap();
-    parquet.append(&trace_rows, &step_rows).unwrap();
-    let parquet = CountingStore {
-        inner: Box::new(parquet),
-        reads: Default::default(),
-    };
+    let parquet = ParquetStore::open(&dir.path().join("pq")).unwrap();
+    let parquet = CountingStore::over(holding(parquet, &traces));
     let from_parquet = ChainAnalyzer::new(config)
         .analyze_store(&parquet, &StreamConfig::default())
         .unwrap();
