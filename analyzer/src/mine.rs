@@ -14,7 +14,9 @@ use chainweaver_recorder::model::candidate::{
 };
 use chainweaver_recorder::model::split::Split;
 use chainweaver_recorder::model::{Timestamp, TraceWithSteps};
-use chainweaver_recorder::store::{TraceFilter, TraceStore, tool_sequences};
+use chainweaver_recorder::store::{
+    SequenceSteps, StepRows, TraceFilter, TraceStore, tool_sequences,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::candidate::{
@@ -363,6 +365,7 @@ impl ChainAnalyzer {
         let Sequences {
             db,
             trace_ids,
+            rows,
             days,
             held_out_traces,
         } = read_sequences(store, stream)?;
@@ -394,6 +397,7 @@ impl ChainAnalyzer {
             let source = StepSource::Store {
                 store,
                 trace_ids: &trace_ids,
+                rows: &rows,
                 loading: Cell::new(Duration::ZERO),
             };
             let built = build_chosen(&source, chosen, &days, config, true)?;
@@ -569,6 +573,8 @@ struct Sequences {
     db: SequenceDb,
     /// Trace id of each sequence.
     trace_ids: Vec<String>,
+    /// Where the store keeps each sequence's steps, when it says (else empty).
+    rows: Vec<Option<StepRows>>,
     days: TraceDays,
     held_out_traces: usize,
 }
@@ -591,6 +597,7 @@ fn read_sequences(store: &dyn TraceStore, stream: &StreamConfig) -> Result<Seque
         db: builder.finish(),
         days: TraceDays::from_starts(read.first_started.into_iter()),
         trace_ids: read.trace_ids,
+        rows: read.rows,
         held_out_traces: read.left_out,
     })
 }
@@ -626,6 +633,7 @@ fn read_filtered_sequences(store: &dyn TraceStore, stream: &StreamConfig) -> Res
     Ok(Sequences {
         db: builder.finish(),
         trace_ids,
+        rows: Vec::new(),
         days: TraceDays::from_starts(starts.into_iter()),
         held_out_traces,
     })
@@ -660,10 +668,12 @@ fn load_mined(
 enum StepSource<'a> {
     /// Whole traces in memory, in the order of the sequences.
     InMemory(&'a [TraceWithSteps]),
-    /// A store, read as inference asks; `trace_ids` names the sequences' traces.
+    /// A store, read as inference asks; `trace_ids` names the sequences' traces and `rows`
+    /// says where the store keeps their steps.
     Store {
         store: &'a dyn TraceStore,
         trace_ids: &'a [String],
+        rows: &'a [Option<StepRows>],
         /// Time spent reading so far.
         loading: Cell<Duration>,
     },
@@ -678,10 +688,11 @@ impl<'a> StepSource<'a> {
             StepSource::Store {
                 store,
                 trace_ids,
+                rows,
                 loading,
             } => {
                 let started = Instant::now();
-                let loaded = load_steps(*store, patterns, trace_ids);
+                let loaded = load_steps(*store, patterns, trace_ids, rows);
                 loading.set(loading.get() + started.elapsed());
                 Ok(Cow::Owned(loaded?))
             }
@@ -711,6 +722,7 @@ fn load_steps(
     store: &dyn TraceStore,
     patterns: &mut [Pattern],
     trace_ids: &[String],
+    rows: &[Option<StepRows>],
 ) -> Result<Vec<TraceWithSteps>> {
     let mut needed: Vec<(usize, usize)> = patterns
         .iter()
@@ -731,25 +743,29 @@ fn load_steps(
         }
     }
     let positions: Vec<usize> = needed.iter().map(|&(_, s)| s).collect();
-    let wanted: Vec<(&str, &[usize])> = groups
+    let wanted: Vec<SequenceSteps<'_>> = groups
         .iter()
-        .map(|(trace, range)| (trace_ids[*trace].as_str(), &positions[range.clone()]))
+        .map(|(trace, range)| SequenceSteps {
+            trace_id: trace_ids[*trace].as_str(),
+            positions: &positions[range.clone()],
+            rows: rows.get(*trace).copied().flatten(),
+        })
         .collect();
-    let loaded = store.get_trace_steps(&wanted)?;
+    let loaded = store.get_sequence_steps(&wanted)?;
     let complete = loaded.len() == wanted.len()
         && loaded
             .iter()
             .zip(&wanted)
-            .all(|(t, (id, at))| t.trace.trace_id == *id && t.steps.len() == at.len());
+            .all(|(t, w)| t.trace.trace_id == w.trace_id && t.steps.len() == w.positions.len());
     if !complete {
         let missing = wanted
             .iter()
-            .find(|(id, at)| {
+            .find(|w| {
                 !loaded
                     .iter()
-                    .any(|t| t.trace.trace_id == *id && t.steps.len() == at.len())
+                    .any(|t| t.trace.trace_id == w.trace_id && t.steps.len() == w.positions.len())
             })
-            .map_or("", |(id, _)| *id);
+            .map_or("", |w| w.trace_id);
         return Err(AnalyzerError::StoreChanged {
             trace_id: missing.to_string(),
             message: "the steps were listed by the step columns but cannot be read".into(),

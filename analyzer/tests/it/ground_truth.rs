@@ -416,13 +416,13 @@ mod counting {
     use chainweaver_recorder::error::Result;
     use chainweaver_recorder::model::{ObservedStep, ObservedTrace, TraceWithSteps};
     use chainweaver_recorder::store::{
-        AppendStats, PageRequest, StepColumns, StepTool, StoreCounts, ToolSequences, TraceFilter,
-        TracePage, TraceStore,
+        AppendStats, PageRequest, SequenceSteps, StepColumns, StepTool, StoreCounts, ToolSequences,
+        TraceFilter, TracePage, TraceStore,
     };
     use serde_json::Value;
 
-    /// A real store that notes which steps each `get_trace_steps` call asks for; the other
-    /// calls pass through.
+    /// A real store that notes which steps each `get_trace_steps` or `get_sequence_steps`
+    /// call asks for; the other calls pass through.
     pub(super) struct CountingStore {
         inner: Box<dyn TraceStore>,
         /// The `(trace id, position)` pairs of each read, in order.
@@ -460,6 +460,15 @@ mod counting {
                     .collect(),
             );
             self.inner.get_trace_steps(wanted)
+        }
+        fn get_sequence_steps(&self, wanted: &[SequenceSteps<'_>]) -> Result<Vec<TraceWithSteps>> {
+            self.reads.borrow_mut().push(
+                wanted
+                    .iter()
+                    .flat_map(|w| w.positions.iter().map(|&s| (w.trace_id.to_string(), s)))
+                    .collect(),
+            );
+            self.inner.get_sequence_steps(wanted)
         }
         fn for_each_trace(
             &self,

@@ -222,6 +222,16 @@ pub trait TraceStore: Send {
         Ok(traces)
     }
 
+    /// [`TraceStore::get_trace_steps`] of traces [`TraceStore::read_tool_sequences`] read,
+    /// each with where the store said it keeps the trace's steps. A store that kept them there
+    /// reads the steps without looking them up by trace id and position, and leaves out a
+    /// step no longer at its place (the store changed since); the default ignores the places.
+    fn get_sequence_steps(&self, wanted: &[SequenceSteps<'_>]) -> Result<Vec<TraceWithSteps>> {
+        let plain: Vec<(&str, &[usize])> =
+            wanted.iter().map(|w| (w.trace_id, w.positions)).collect();
+        self.get_trace_steps(&plain)
+    }
+
     /// The Parquet files holding every committed step, for a query engine to read in place
     /// (the layout of `docs/parquet-schema.md`); `None` for a store that keeps its steps
     /// otherwise. Only files an append committed are listed, never a crashed append's parts.
@@ -324,6 +334,30 @@ pub struct ToolSequences {
     pub names: Vec<String>,
     /// Traces `keep` left out.
     pub left_out: usize,
+    /// Per kept trace, where the store keeps its steps, when it can say
+    /// ([`TraceStore::get_sequence_steps`] then reads them without looking them up); empty
+    /// when the store keeps no such places.
+    pub rows: Vec<Option<StepRows>>,
+}
+
+/// Where a store keeps one trace's steps: the trace's row and its first step's, the others
+/// following in step order. Only the store that read it ([`TraceStore::read_tool_sequences`])
+/// makes sense of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepRows {
+    pub(crate) trace_row: i64,
+    pub(crate) first_step_row: i64,
+}
+
+/// Some steps of a trace [`TraceStore::read_tool_sequences`] read, for
+/// [`TraceStore::get_sequence_steps`].
+#[derive(Debug, Clone, Copy)]
+pub struct SequenceSteps<'a> {
+    pub trace_id: &'a str,
+    /// 0-based places in the trace's step order, ascending.
+    pub positions: &'a [usize],
+    /// Where the store keeps the trace's steps, as [`ToolSequences::rows`] says.
+    pub rows: Option<StepRows>,
 }
 
 impl ToolSequences {
@@ -334,16 +368,20 @@ impl ToolSequences {
             left_out: self.left_out,
             ..ToolSequences::default()
         };
-        for ((id, sequence), started) in self
+        for (t, ((id, sequence), started)) in self
             .trace_ids
             .iter()
             .zip(&self.sequences)
             .zip(&self.first_started)
+            .enumerate()
         {
             if keep(id) {
                 out.trace_ids.push(id.clone());
                 out.sequences.push(sequence.clone());
                 out.first_started.push(*started);
+                if let Some(rows) = self.rows.get(t) {
+                    out.rows.push(*rows);
+                }
             } else {
                 out.left_out += 1;
             }

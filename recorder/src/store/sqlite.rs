@@ -28,9 +28,10 @@ use serde_json::{Map, Value};
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use crate::store::{
-    AppendStats, JsonText, MetadataText, PageRequest, RawSteps, StepColumns, StepTool, StepView,
-    StoreCounts, ToolSequences, TraceFilter, TracePage, TraceSort, TraceStore, TraceSummary,
-    keep_positions, merge_trace, timestamp_from_nanos, timestamp_nanos, validate_batch,
+    AppendStats, JsonText, MetadataText, PageRequest, RawSteps, SequenceSteps, StepColumns,
+    StepRows, StepTool, StepView, StoreCounts, ToolSequences, TraceFilter, TracePage, TraceSort,
+    TraceStore, TraceSummary, keep_positions, merge_trace, timestamp_from_nanos, timestamp_nanos,
+    validate_batch,
 };
 
 /// The schema migrations, applied in order; migration `i` brings the store to version `i + 1`.
@@ -608,14 +609,25 @@ impl SqliteStore {
     /// The trace rows of the ids in the JSON array `ids` (unknown ids left out), without steps,
     /// each with its row key.
     fn trace_rows(&self, tx: &Transaction<'_>, ids: &str) -> Result<Vec<(i64, TraceWithSteps)>> {
+        self.trace_rows_on(tx, "t.trace_id", ids)
+    }
+
+    /// [`SqliteStore::trace_rows`] of the traces whose `column` (`t.trace_id` or the row key
+    /// `t.id`) is in the JSON array `list`.
+    fn trace_rows_on(
+        &self,
+        tx: &Transaction<'_>,
+        column: &str,
+        list: &str,
+    ) -> Result<Vec<(i64, TraceWithSteps)>> {
         let mut stmt = tx
             .prepare(&format!(
                 "SELECT {TRACE_COLUMNS} FROM json_each(?1) j \
-                 CROSS JOIN traces t ON t.trace_id = j.value"
+                 CROSS JOIN traces t ON {column} = j.value"
             ))
             .map_err(|e| self.sql_err(e))?;
         let mut traces = Vec::new();
-        let mut rows = stmt.query([ids]).map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt.query([list]).map_err(|e| self.sql_err(e))?;
         while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
             let trace_row = TraceRow::read(row, 0).map_err(|e| self.sql_err(e))?;
             let key = trace_row.key;
@@ -1209,6 +1221,74 @@ impl TraceStore for SqliteStore {
         Ok(in_request_order(traces, &distinct))
     }
 
+    fn get_sequence_steps(&self, wanted: &[SequenceSteps<'_>]) -> Result<Vec<TraceWithSteps>> {
+        // Placed traces: their rows by key and the wanted steps by row id, two statements and
+        // no lookup by trace id or position. Unplaced ones go the way `get_trace_steps` reads.
+        let (placed, unplaced): (Vec<&SequenceSteps<'_>>, Vec<&SequenceSteps<'_>>) =
+            wanted.iter().partition(|w| w.rows.is_some());
+        let plain: Vec<(&str, &[usize])> =
+            unplaced.iter().map(|w| (w.trace_id, w.positions)).collect();
+        let mut read = if plain.is_empty() {
+            Vec::new()
+        } else {
+            self.get_trace_steps(&plain)?
+        };
+        let mut expected: HashMap<i64, &SequenceSteps<'_>> = HashMap::with_capacity(placed.len());
+        let mut keys = Vec::with_capacity(placed.len());
+        let mut step_rows = Vec::new();
+        for want in placed {
+            let Some(rows) = want.rows else { continue };
+            if expected.insert(rows.trace_row, want).is_none() {
+                keys.push(rows.trace_row);
+                step_rows.extend(
+                    want.positions
+                        .iter()
+                        .map(|&p| rows.first_step_row + p as i64),
+                );
+            }
+        }
+        if !keys.is_empty() {
+            let keys = self.json_list(&keys, "trace keys")?;
+            let step_rows = self.json_list(&step_rows, "step ids")?;
+            let tx = self
+                .conn
+                .unchecked_transaction()
+                .map_err(|e| self.sql_err(e))?;
+            let mut traces = self.trace_rows_on(&tx, "t.id", &keys)?;
+            // A row key now naming another trace (the store changed since): left out.
+            traces.retain(|(key, trace)| {
+                expected
+                    .get(key)
+                    .is_some_and(|want| want.trace_id == trace.trace.trace_id)
+            });
+            self.attach_step_rows(
+                &tx,
+                "json_each(?1) j CROSS JOIN steps s ON s.id = j.value",
+                &step_rows,
+                &mut traces,
+            )?;
+            for (key, trace) in &mut traces {
+                // A row now holding another step: left out.
+                let at = expected.get(key).map_or(&[][..], |want| want.positions);
+                trace
+                    .steps
+                    .retain(|step| at.binary_search(&(step.step_index as usize)).is_ok());
+            }
+            read.extend(traces.into_iter().map(|(_, trace)| trace));
+        }
+        let rank: HashMap<&str, usize> = wanted
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, w)| (w.trace_id, i))
+            .collect();
+        read.sort_by_key(|t| rank.get(t.trace.trace_id.as_str()).copied());
+        for trace in &mut read {
+            trace.steps.sort_by_key(|s| s.step_index);
+        }
+        Ok(read)
+    }
+
     fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()> {
         // One read transaction for a consistent snapshot; two cursors in the same order (trace
         // key), merged, so only one trace is in memory at a time.
@@ -1361,6 +1441,7 @@ impl TraceStore for SqliteStore {
                     out.trace_ids.push(id.to_owned());
                     out.sequences.push(Vec::new());
                     out.first_started.push(None);
+                    out.rows.push(None);
                 } else {
                     out.left_out += 1;
                 }
@@ -1369,8 +1450,8 @@ impl TraceStore for SqliteStore {
         {
             let mut stmt = tx
                 .prepare(
-                    "SELECT trace_key, tool_id, started_at FROM steps INDEXED BY steps_sequence \
-                     ORDER BY trace_key, step_index",
+                    "SELECT trace_key, tool_id, started_at, step_index, id \
+                     FROM steps INDEXED BY steps_sequence ORDER BY trace_key, step_index",
                 )
                 .map_err(|e| self.sql_err(e))?;
             let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
@@ -1379,10 +1460,17 @@ impl TraceStore for SqliteStore {
             // first appearance, as the walk does.
             let mut interned: HashMap<i64, u32> = HashMap::new();
             while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-                let read = || -> rusqlite::Result<(i64, i64, Option<i64>)> {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                let read = || -> rusqlite::Result<(i64, i64, Option<i64>, i64, i64)> {
+                    Ok((
+                        row.get(0)?,
+                        row.get(1)?,
+                        row.get(2)?,
+                        row.get(3)?,
+                        row.get(4)?,
+                    ))
                 };
-                let (key, tool, started_at) = read().map_err(|e| self.sql_err(e))?;
+                let (key, tool, started_at, step_index, step_row) =
+                    read().map_err(|e| self.sql_err(e))?;
                 let at = match last {
                     Some((last_key, at)) if last_key == key => at,
                     _ => position.get(&key).copied(),
@@ -1406,6 +1494,22 @@ impl TraceStore for SqliteStore {
                         interned.insert(tool, index);
                         index
                     }
+                };
+                // A trace's steps are placed when they sit in consecutive rows in step order
+                // with indexes 0, 1, 2, ... (as an import writes them); steps appended to a
+                // trace among other traces' (as `collect` may) leave it unplaced.
+                let place = out.sequences[at].len() as i64;
+                out.rows[at] = match out.rows[at] {
+                    _ if place == 0 && step_index == 0 => Some(StepRows {
+                        trace_row: key,
+                        first_step_row: step_row,
+                    }),
+                    Some(rows)
+                        if step_index == place && step_row == rows.first_step_row + place =>
+                    {
+                        Some(rows)
+                    }
+                    _ => None,
                 };
                 out.sequences[at].push(index);
                 if out.first_started[at].is_none() {

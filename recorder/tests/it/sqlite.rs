@@ -1188,3 +1188,89 @@ fn steps_read_in_batches_keep_their_order_and_a_corrupt_payload_is_named() {
     let around = store.get_trace_steps(&[("t-1", &[1_233, 1_235])]).unwrap();
     assert_eq!(around[0].steps.len(), 2);
 }
+
+/// Mining reads a sample of steps back by where `read_tool_sequences` saw them: a trace whose
+/// steps sit in consecutive rows is placed and read by row id, one appended among other
+/// traces' steps is not and is read by position, both giving what `get_trace_steps` gives; a
+/// row that changed since the sequences were read is left out, never read as another step.
+#[test]
+fn sequence_steps_are_read_by_their_rows_and_a_changed_row_is_left_out() {
+    use chainweaver_recorder::model::{ObservedStep, ObservedTrace};
+    use chainweaver_recorder::store::SequenceSteps;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store.db");
+    let mut store = SqliteStore::open(&path).unwrap();
+    let step = |trace: &str, i: u32| {
+        let mut step = ObservedStep::new(trace, i, "tool", serde_json::json!({"t": trace, "i": i}));
+        step.outputs = Some(serde_json::json!({"twice": i * 2}));
+        step
+    };
+    let traces: Vec<ObservedTrace> = ["placed", "first", "second"]
+        .iter()
+        .map(|id| ObservedTrace::new(*id, "import"))
+        .collect();
+    // `placed` in one piece; `first` and `second` a step each per append, as a live capture
+    // writes them, so their rows interleave.
+    let mut steps: Vec<ObservedStep> = (0..4).map(|i| step("placed", i)).collect();
+    steps.extend([step("first", 0), step("second", 0)]);
+    store.append(&traces, &steps).unwrap();
+    store
+        .append(&traces[1..], &[step("first", 1), step("second", 1)])
+        .unwrap();
+
+    let read = chainweaver_recorder::store::tool_sequences(&store, &|_| true).unwrap();
+    assert_eq!(read.trace_ids, ["placed", "first", "second"]);
+    let placed: Vec<bool> = read.rows.iter().map(Option::is_some).collect();
+    assert_eq!(placed, [true, false, false]);
+
+    let positions: [&[usize]; 3] = [&[0, 2, 3], &[1], &[0, 1]];
+    let wanted: Vec<SequenceSteps<'_>> = (0..3)
+        .map(|t| SequenceSteps {
+            trace_id: &read.trace_ids[t],
+            positions: positions[t],
+            rows: read.rows[t],
+        })
+        .collect();
+    let plain: Vec<(&str, &[usize])> = wanted.iter().map(|w| (w.trace_id, w.positions)).collect();
+    let by_rows = store.get_sequence_steps(&wanted).unwrap();
+    assert_eq!(by_rows, store.get_trace_steps(&plain).unwrap());
+    let got: Vec<(&str, Vec<u32>)> = by_rows
+        .iter()
+        .map(|t| {
+            (
+                t.trace.trace_id.as_str(),
+                t.steps.iter().map(|s| s.step_index).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("placed", vec![0, 2, 3]),
+            ("first", vec![1]),
+            ("second", vec![0, 1])
+        ]
+    );
+    assert_eq!(by_rows[0].steps[1], step("placed", 2));
+
+    // Another process moves a step and renames a trace after the sequences were read.
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "UPDATE steps SET step_index = 12 WHERE step_index = 2 \
+           AND trace_key = (SELECT id FROM traces WHERE trace_id = 'placed');",
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    let after = store.get_sequence_steps(&wanted[..1]).unwrap();
+    let indexes: Vec<u32> = after[0].steps.iter().map(|s| s.step_index).collect();
+    assert_eq!(indexes, [0, 3]);
+    drop(store);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("UPDATE traces SET trace_id = 'renamed' WHERE trace_id = 'placed';")
+        .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&path).unwrap();
+    assert_eq!(store.get_sequence_steps(&wanted[..1]).unwrap(), []);
+}
