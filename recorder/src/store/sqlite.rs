@@ -1224,29 +1224,26 @@ impl TraceStore for SqliteStore {
     fn get_sequence_steps(&self, wanted: &[SequenceSteps<'_>]) -> Result<Vec<TraceWithSteps>> {
         // Placed traces: their rows by key and the wanted steps by row id, two statements and
         // no lookup by trace id or position. Unplaced ones go the way `get_trace_steps` reads.
-        let (placed, unplaced): (Vec<&SequenceSteps<'_>>, Vec<&SequenceSteps<'_>>) =
-            wanted.iter().partition(|w| w.rows.is_some());
-        let plain: Vec<(&str, &[usize])> =
-            unplaced.iter().map(|w| (w.trace_id, w.positions)).collect();
-        let mut read = if plain.is_empty() {
-            Vec::new()
-        } else {
-            self.get_trace_steps(&plain)?
-        };
-        let mut expected: HashMap<i64, &SequenceSteps<'_>> = HashMap::with_capacity(placed.len());
-        let mut keys = Vec::with_capacity(placed.len());
+        let mut unplaced: Vec<(&str, &[usize])> = Vec::new();
+        let mut expected: HashMap<i64, &SequenceSteps<'_>> = HashMap::new();
+        let mut keys = Vec::new();
         let mut step_rows = Vec::new();
-        for want in placed {
-            let Some(rows) = want.rows else { continue };
-            if expected.insert(rows.trace_row, want).is_none() {
-                keys.push(rows.trace_row);
-                step_rows.extend(
-                    want.positions
-                        .iter()
-                        .map(|&p| rows.first_step_row + p as i64),
-                );
+        for want in wanted {
+            match want.rows {
+                None => unplaced.push((want.trace_id, want.positions)),
+                Some(rows) => {
+                    if expected.insert(rows.trace_row, want).is_none() {
+                        keys.push(rows.trace_row);
+                        step_rows.extend(
+                            want.positions
+                                .iter()
+                                .map(|&p| rows.first_step_row + p as i64),
+                        );
+                    }
+                }
             }
         }
+        let mut traces = Vec::with_capacity(wanted.len());
         if !keys.is_empty() {
             let keys = self.json_list(&keys, "trace keys")?;
             let step_rows = self.json_list(&step_rows, "step ids")?;
@@ -1254,7 +1251,7 @@ impl TraceStore for SqliteStore {
                 .conn
                 .unchecked_transaction()
                 .map_err(|e| self.sql_err(e))?;
-            let mut traces = self.trace_rows_on(&tx, "t.id", &keys)?;
+            traces = self.trace_rows_on(&tx, "t.id", &keys)?;
             // A row key now naming another trace (the store changed since): left out.
             traces.retain(|(key, trace)| {
                 expected
@@ -1274,19 +1271,13 @@ impl TraceStore for SqliteStore {
                     .steps
                     .retain(|step| at.binary_search(&(step.step_index as usize)).is_ok());
             }
-            read.extend(traces.into_iter().map(|(_, trace)| trace));
         }
-        let rank: HashMap<&str, usize> = wanted
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, w)| (w.trace_id, i))
-            .collect();
-        read.sort_by_key(|t| rank.get(t.trace.trace_id.as_str()).copied());
-        for trace in &mut read {
-            trace.steps.sort_by_key(|s| s.step_index);
+        if !unplaced.is_empty() {
+            // Their row keys are not needed past here: only the order by id is.
+            traces.extend(self.get_trace_steps(&unplaced)?.into_iter().map(|t| (0, t)));
         }
-        Ok(read)
+        let ids: Vec<&str> = wanted.iter().map(|w| w.trace_id).collect();
+        Ok(in_request_order(traces, &ids))
     }
 
     fn for_each_trace(&self, visit: &mut dyn FnMut(TraceWithSteps) -> Result<()>) -> Result<()> {

@@ -859,6 +859,18 @@ fn raw_appends_equal_appends() {
 }
 
 /// The names of the indexes in the file that are not unique keys, sorted.
+/// Each read trace's id with the indexes of the steps read.
+fn step_indexes(read: &[chainweaver_recorder::model::TraceWithSteps]) -> Vec<(&str, Vec<u32>)> {
+    read.iter()
+        .map(|t| {
+            (
+                t.trace.trace_id.as_str(),
+                t.steps.iter().map(|s| s.step_index).collect(),
+            )
+        })
+        .collect()
+}
+
 fn index_names(path: &Path) -> Vec<String> {
     let conn = rusqlite::Connection::open(path).unwrap();
     let mut stmt = conn
@@ -1139,15 +1151,7 @@ fn steps_read_in_batches_keep_their_order_and_a_corrupt_payload_is_named() {
     let read = store
         .get_trace_steps(&[("t-2", &every), ("t-0", &odd), ("t-1", &[2_999])])
         .unwrap();
-    let got: Vec<(&str, Vec<u32>)> = read
-        .iter()
-        .map(|t| {
-            (
-                t.trace.trace_id.as_str(),
-                t.steps.iter().map(|s| s.step_index).collect(),
-            )
-        })
-        .collect();
+    let got = step_indexes(&read);
     let every_index: Vec<u32> = (0..3_000).collect();
     let odd_index: Vec<u32> = (0..3_000).filter(|i| i % 2 == 1).collect();
     assert_eq!(
@@ -1234,15 +1238,7 @@ fn sequence_steps_are_read_by_their_rows_and_a_changed_row_is_left_out() {
     let plain: Vec<(&str, &[usize])> = wanted.iter().map(|w| (w.trace_id, w.positions)).collect();
     let by_rows = store.get_sequence_steps(&wanted).unwrap();
     assert_eq!(by_rows, store.get_trace_steps(&plain).unwrap());
-    let got: Vec<(&str, Vec<u32>)> = by_rows
-        .iter()
-        .map(|t| {
-            (
-                t.trace.trace_id.as_str(),
-                t.steps.iter().map(|s| s.step_index).collect(),
-            )
-        })
-        .collect();
+    let got = step_indexes(&by_rows);
     assert_eq!(
         got,
         [
@@ -1264,8 +1260,7 @@ fn sequence_steps_are_read_by_their_rows_and_a_changed_row_is_left_out() {
     drop(conn);
     let store = SqliteStore::open(&path).unwrap();
     let after = store.get_sequence_steps(&wanted[..1]).unwrap();
-    let indexes: Vec<u32> = after[0].steps.iter().map(|s| s.step_index).collect();
-    assert_eq!(indexes, [0, 3]);
+    assert_eq!(step_indexes(&after), [("placed", vec![0, 3])]);
     drop(store);
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.execute_batch("UPDATE traces SET trace_id = 'renamed' WHERE trace_id = 'placed';")
