@@ -23,9 +23,11 @@ use chainweaver_recorder::model::candidate::{
     Binding, BindingFlag, BindingSource, Candidate, Selection,
 };
 use chainweaver_recorder::model::flow::{FlowDefinition, ForEach};
+use chainweaver_recorder::store::TraceStore;
 use serde_json::{Map, Value, json};
 
 use crate::candidate::flow_name;
+use crate::error::Result;
 use crate::infer::index::escape_segment;
 use crate::spm::SequenceDb;
 
@@ -56,7 +58,7 @@ fn collapsed(tools: &[String]) -> Vec<(String, usize)> {
 }
 
 /// Add a loop candidate for each behaviour whose unrolled candidates loop over a list, ranked
-/// among the others by score. Returns how many were added.
+/// among the others by score, its runs counted in `db`. Returns how many were added.
 ///
 /// `max_gap` is the mining's: gapped candidates' runs are counted with up to that many other
 /// calls between two calls.
@@ -65,9 +67,66 @@ pub fn add_loop_candidates(
     db: &SequenceDb,
     max_gap: usize,
 ) -> usize {
-    // Collapsed sequences with a repeated step somewhere among their candidates.
-    let mut repeated: HashMap<Vec<String>, Vec<bool>> = HashMap::new();
+    add_loop_candidates_counted(candidates, max_gap, &|shape| {
+        count_runs(db, &shape.tools, shape.position, shape.max_gap)
+    })
+}
+
+/// A loop shape whose runs a loop candidate counts: tools with back-to-back repeats collapsed,
+/// the one at `position` repeating, up to `max_gap` other calls between two calls.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LoopShape {
+    pub tools: Vec<String>,
+    pub position: usize,
+    pub max_gap: usize,
+}
+
+/// Every shape [`add_loop_candidates_counted`] may ask the counts of for `candidates`, each
+/// once: a caller that counts runs in one pass over the store counts these.
+pub fn loop_shapes(candidates: &[Candidate], max_gap: usize) -> Vec<LoopShape> {
+    let repeated = repeated_steps(candidates);
+    let mut shapes: Vec<LoopShape> = Vec::new();
+    for candidate in candidates {
+        if let Some((shape, _)) = loop_of(candidate, &repeated, max_gap)
+            && !shapes.contains(&shape)
+        {
+            shapes.push(shape);
+        }
+    }
+    shapes
+}
+
+/// [`add_loop_candidates`] with the runs of each shape counted by `counts`.
+pub fn add_loop_candidates_counted(
+    candidates: &mut Vec<Candidate>,
+    max_gap: usize,
+    counts: &dyn Fn(&LoopShape) -> RunCounts,
+) -> usize {
+    let repeated = repeated_steps(candidates);
+    let mut made: Vec<Candidate> = Vec::new();
+    let mut done: Vec<Vec<String>> = Vec::new();
     for candidate in candidates.iter() {
+        let Some((shape, run)) = loop_of(candidate, &repeated, max_gap) else {
+            continue;
+        };
+        if done.contains(&shape.tools) {
+            continue;
+        }
+        if let Some(looped) = build(&candidates[..], candidate, &run, &shape, &counts(&shape)) {
+            done.push(shape.tools);
+            made.push(looped);
+        }
+    }
+    let added = made.len();
+    candidates.extend(made);
+    crate::mine::sort_candidates(candidates);
+    added
+}
+
+/// Per collapsed tool sequence: which of its steps repeat back to back in some candidate.
+fn repeated_steps(candidates: &[Candidate]) -> HashMap<Vec<String>, Vec<bool>> {
+    let mut repeated: HashMap<Vec<String>, Vec<bool>> = HashMap::new();
+    for candidate in candidates {
         let runs = collapsed(&candidate.tools);
         let key: Vec<String> = runs.iter().map(|(t, _)| t.clone()).collect();
         let flags = repeated
@@ -77,34 +136,26 @@ pub fn add_loop_candidates(
             *flag |= *times > 1;
         }
     }
-    let mut made: Vec<Candidate> = Vec::new();
-    let mut done: Vec<Vec<String>> = Vec::new();
-    for candidate in candidates.iter() {
-        let runs = collapsed(&candidate.tools);
-        let key: Vec<String> = runs.iter().map(|(t, _)| t.clone()).collect();
-        if done.contains(&key) {
-            continue;
-        }
-        let Some(flags) = repeated.get(&key) else {
-            continue;
-        };
-        let Some(position) = flags.iter().position(|&f| f) else {
-            continue;
-        };
-        let start: usize = runs[..position].iter().map(|(_, n)| n).sum();
-        let Some(run) = loop_run(candidate, start, runs[position].1) else {
-            continue;
-        };
-        let gap = if candidate.gapped { max_gap } else { 0 };
-        if let Some(looped) = build(&candidates[..], candidate, &run, &key, position, db, gap) {
-            done.push(key);
-            made.push(looped);
-        }
-    }
-    let added = made.len();
-    candidates.extend(made);
-    crate::mine::sort_candidates(candidates);
-    added
+    repeated
+}
+
+/// The loop shape `candidate` would template, and its run, when it loops over a list.
+fn loop_of(
+    candidate: &Candidate,
+    repeated: &HashMap<Vec<String>, Vec<bool>>,
+    max_gap: usize,
+) -> Option<(LoopShape, Run)> {
+    let runs = collapsed(&candidate.tools);
+    let key: Vec<String> = runs.iter().map(|(t, _)| t.clone()).collect();
+    let position = repeated.get(&key)?.iter().position(|&f| f)?;
+    let start: usize = runs[..position].iter().map(|(_, n)| n).sum();
+    let run = loop_run(candidate, start, runs[position].1)?;
+    let shape = LoopShape {
+        tools: key,
+        position,
+        max_gap: if candidate.gapped { max_gap } else { 0 },
+    };
+    Some((shape, run))
 }
 
 /// The run at `start..start + len` of `candidate` when it loops over one earlier list.
@@ -233,16 +284,15 @@ fn top_field(field: &str) -> Option<String> {
     (!rest.contains('/')).then(|| rest.replace("~1", "/").replace("~0", "~"))
 }
 
-/// The loop candidate built from `template`'s `run`.
+/// The loop candidate built from `template`'s `run`, with the runs of its shape counted.
 fn build(
     candidates: &[Candidate],
     template: &Candidate,
     run: &Run,
-    collapsed_tools: &[String],
-    position: usize,
-    db: &SequenceDb,
-    max_gap: usize,
+    shape: &LoopShape,
+    counts: &RunCounts,
 ) -> Option<Candidate> {
+    let (collapsed_tools, position) = (&shape.tools, shape.position);
     let end = run.start + run.len;
     let mut named: Vec<String> = collapsed_tools.to_vec();
     named[position] = format!("each_{}", collapsed_tools[position]);
@@ -252,7 +302,6 @@ fn build(
     } else {
         name.clone()
     };
-    let counts = count_runs(db, collapsed_tools, position, max_gap);
     if counts.occurrences == 0 {
         return None;
     }
@@ -273,7 +322,7 @@ fn build(
     evidence.support = counts.support;
     evidence.occurrences = counts.occurrences;
     evidence.round_trips_saved = counts.round_trips_saved;
-    evidence.loop_lengths = counts.lengths;
+    evidence.loop_lengths = counts.lengths.clone();
     evidence.support_by_day = BTreeMap::new();
     evidence.flagged_bindings = bindings.iter().filter(|b| b.is_flagged()).count();
     // The template's quality factors carry over; the loop saves the round trips of every run.
@@ -633,7 +682,7 @@ fn taken_inputs<'m>(
 
 /// Run-level counts of a loop shape: the collapsed tools, the one at `position` repeated one
 /// or more times back to back.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunCounts {
     pub support: usize,
     pub occurrences: usize,
@@ -656,23 +705,79 @@ pub fn count_runs(db: &SequenceDb, tools: &[String], position: usize, max_gap: u
         return counts;
     };
     for sequence in db.sequences() {
+        counts.add_sequence(sequence, &ids, position, max_gap);
+    }
+    counts
+}
+
+impl RunCounts {
+    /// Add the runs of the shape `ids` (the step at `position` repeating) in one sequence.
+    fn add_sequence(&mut self, sequence: &[u32], ids: &[u32], position: usize, max_gap: usize) {
         let mut found = false;
         let mut at = 0;
         while at < sequence.len() {
-            match match_run(sequence, at, &ids, position, max_gap) {
+            match match_run(sequence, at, ids, position, max_gap) {
                 Some(run) => {
                     found = true;
-                    counts.occurrences += 1;
-                    counts.round_trips_saved += run.calls.len() - 1;
-                    *counts.lengths.entry(run.loop_len).or_insert(0) += 1;
+                    self.occurrences += 1;
+                    self.round_trips_saved += run.calls.len() - 1;
+                    *self.lengths.entry(run.loop_len).or_insert(0) += 1;
                     at = run.end();
                 }
                 None => at += 1,
             }
         }
-        counts.support += usize::from(found);
+        self.support += usize::from(found);
     }
-    counts
+}
+
+/// [`count_runs`] of every shape, in one pass over the tool names of the store's traces that
+/// `keep` accepts (by id), one trace in memory at a time: for mining that never holds the
+/// store's sequences (an engine's).
+pub fn count_runs_in_store(
+    store: &dyn TraceStore,
+    keep: &dyn Fn(&str) -> bool,
+    shapes: &[LoopShape],
+) -> Result<Vec<RunCounts>> {
+    let mut counts = vec![RunCounts::default(); shapes.len()];
+    if shapes.is_empty() {
+        return Ok(counts);
+    }
+    // Only the shapes' tools get numbers; every other tool is one number none of them has.
+    let mut numbers: HashMap<&str, u32> = HashMap::new();
+    for tool in shapes.iter().flat_map(|s| &s.tools) {
+        let next = numbers.len() as u32;
+        numbers.entry(tool.as_str()).or_insert(next);
+    }
+    let other = numbers.len() as u32;
+    let ids: Vec<Vec<u32>> = shapes
+        .iter()
+        .map(|s| s.tools.iter().map(|t| numbers[t.as_str()]).collect())
+        .collect();
+    let count = |sequence: &[u32], counts: &mut [RunCounts]| {
+        for ((shape, ids), counts) in shapes.iter().zip(&ids).zip(counts.iter_mut()) {
+            counts.add_sequence(sequence, ids, shape.position, shape.max_gap);
+        }
+    };
+    let mut current: Option<(String, bool)> = None;
+    let mut sequence: Vec<u32> = Vec::new();
+    store.for_each_step_tool(&mut |step| {
+        if current.as_ref().is_none_or(|(id, _)| id != step.trace_id) {
+            if current.as_ref().is_some_and(|(_, kept)| *kept) {
+                count(&sequence, &mut counts);
+            }
+            sequence.clear();
+            current = Some((step.trace_id.to_string(), keep(step.trace_id)));
+        }
+        if current.as_ref().is_some_and(|(_, kept)| *kept) {
+            sequence.push(numbers.get(step.tool_name).copied().unwrap_or(other));
+        }
+        Ok(())
+    })?;
+    if current.is_some_and(|(_, kept)| kept) {
+        count(&sequence, &mut counts);
+    }
+    Ok(counts)
 }
 
 /// One occurrence of a loop shape in a sequence.
@@ -790,6 +895,65 @@ mod tests {
         let counts = count_runs(&db, &tools, 1, 1);
         assert_eq!(counts.lengths, BTreeMap::from([(1, 1), (2, 1)]));
         assert_eq!(counts.round_trips_saved, 2 + 1);
+    }
+
+    #[test]
+    fn runs_counted_in_a_store_pass_equal_runs_counted_in_the_sequences() {
+        use chainweaver_recorder::model::split::Split;
+        use chainweaver_recorder::store::SqliteStore;
+        use chainweaver_recorder::synth::{Generator, GeneratorConfig};
+
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = SqliteStore::open(&dir.path().join("runs.db")).unwrap();
+        let config = GeneratorConfig {
+            traces: 300,
+            seed: 3,
+            behaviours: true,
+            interleave: 0.2,
+            ..GeneratorConfig::default()
+        };
+        let traffic: Vec<_> = Generator::new(config).collect();
+        let steps: Vec<_> = traffic.iter().flat_map(|t| t.steps.clone()).collect();
+        let traces: Vec<_> = traffic.iter().map(|t| t.trace.clone()).collect();
+        store.append(&traces, &steps).unwrap();
+        // Mine 70%: the held-out traces are left out of both counts.
+        let split = Split::Holdout { percent: 30 };
+        let keep = |id: &str| !split.is_holdout(id);
+        let db = SequenceDb::from_sequences(
+            traffic
+                .iter()
+                .filter(|t| keep(&t.trace.trace_id))
+                .map(|t| t.steps.iter().map(|s| s.tool_name.as_str())),
+        )
+        .unwrap();
+        let tools: Vec<String> = (0..db.num_items() as u32)
+            .map(|id| db.name(id).to_string())
+            .collect();
+        let mut shapes = Vec::new();
+        for a in &tools {
+            for b in &tools {
+                for (position, max_gap) in [(0, 0), (1, 0), (1, 2)] {
+                    shapes.push(LoopShape {
+                        tools: vec![a.clone(), b.clone()],
+                        position,
+                        max_gap,
+                    });
+                }
+            }
+        }
+        shapes.push(LoopShape {
+            tools: vec!["no_such_tool".into(), tools[0].clone()],
+            position: 1,
+            max_gap: 0,
+        });
+        let streamed = count_runs_in_store(&store, &keep, &shapes).unwrap();
+        let mut looped = 0;
+        for (shape, streamed) in shapes.iter().zip(&streamed) {
+            let expected = count_runs(&db, &shape.tools, shape.position, shape.max_gap);
+            assert_eq!(*streamed, expected, "{shape:?}");
+            looped += usize::from(expected.lengths.keys().any(|&n| n > 1));
+        }
+        assert!(looped > 0, "some shape repeats in the generated traffic");
     }
 
     #[test]

@@ -232,6 +232,39 @@ struct Mined {
     chosen: Vec<(Vec<u32>, Located)>,
 }
 
+/// Patterns counted outside the analyzer, with sampled occurrences of the best-ranked, for
+/// [`ChainAnalyzer::candidates_from_counts`].
+#[derive(Debug, Clone, Default)]
+pub struct CountedElsewhere {
+    /// The mined traces' ids, in storage order; occurrences name traces by their place here.
+    pub mined: Vec<String>,
+    pub held_out_traces: usize,
+    /// Steps of the mined traces, and their distinct tools.
+    pub steps: usize,
+    pub distinct_tools: usize,
+    /// The patterns, best-ranked first.
+    pub patterns: Vec<PatternSummary>,
+    /// Occurrences of the first `chosen.len()` patterns, which become candidates.
+    pub chosen: Vec<ChosenSample>,
+    pub mining_time: Duration,
+}
+
+/// A pattern's occurrence count and the occurrences inference reads: `(trace, first step)`,
+/// every one or at most [`inference_cap`] spread evenly (the first at or past each of that many
+/// even marks, as the in-process miner samples), in storage order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChosenSample {
+    pub total: usize,
+    pub sample: Vec<(usize, usize)>,
+}
+
+/// How many occurrences of a pattern binding inference reads at most (`None`: all).
+pub fn inference_cap(config: &MineConfig, stream: &StreamConfig) -> Option<usize> {
+    config
+        .max_inference_occurrences
+        .or(stream.max_occurrences_per_pattern)
+}
+
 /// Everything one analysis produced. Durations serialize as seconds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MineOutcome {
@@ -379,10 +412,7 @@ impl ChainAnalyzer {
         // are profiled over all their calls exactly as the in-memory path does; otherwise read
         // only the steps of the occurrences inference reads, as it asks for them.
         let started = Instant::now();
-        let cap = config
-            .max_inference_occurrences
-            .or(stream.max_occurrences_per_pattern);
-        let chosen = self.chosen_patterns(&db, mined.chosen, cap);
+        let chosen = self.chosen_patterns(&db, mined.chosen, inference_cap(config, stream));
         let sampled = chosen.iter().any(|c| c.sampled);
         let whole_store = !sampled
             && stream.filter == TraceFilter::default()
@@ -417,6 +447,111 @@ impl ChainAnalyzer {
             mining_time,
             inference_time: started.elapsed().saturating_sub(loading),
             load_time,
+        })
+    }
+
+    /// Candidates for patterns counted elsewhere (a query engine over the store's step
+    /// columns), from the occurrences it sampled: the rest is [`ChainAnalyzer::analyze_store`]'s,
+    /// with the same rules for what is loaded and how tools are profiled, and loop candidates'
+    /// runs counted in one pass over the mined traces' tool names. Support per day is not
+    /// counted on this path (the counts carry none), so it stays empty where a sample stands
+    /// for the pattern.
+    pub fn candidates_from_counts(
+        &self,
+        store: &dyn TraceStore,
+        counted: CountedElsewhere,
+        stream: &StreamConfig,
+    ) -> Result<MineOutcome> {
+        let config = &self.config;
+        let started = Instant::now();
+        let CountedElsewhere {
+            mined,
+            held_out_traces,
+            steps,
+            distinct_tools,
+            patterns,
+            chosen,
+            mining_time,
+        } = counted;
+        let chosen: Vec<ChosenPattern> = patterns
+            .iter()
+            .zip(chosen)
+            .map(|(pattern, found)| {
+                let len = pattern.tools.len();
+                let occurrences: Vec<Occurrence> = found
+                    .sample
+                    .iter()
+                    .map(|&(trace, start)| Occurrence {
+                        trace,
+                        steps: (start..start + len).collect(),
+                    })
+                    .collect();
+                ChosenPattern {
+                    sampled: occurrences.len() < found.total,
+                    sample: Pattern::new(pattern.tools.clone(), occurrences),
+                    total: found.total,
+                    support: pattern.support as usize,
+                    traces: Vec::new(),
+                }
+            })
+            .collect();
+        if let Some(beyond) = chosen
+            .iter()
+            .flat_map(|c| &c.sample.occurrences)
+            .find(|o| o.trace >= mined.len())
+        {
+            return Err(AnalyzerError::StoreChanged {
+                trace_id: String::new(),
+                message: format!(
+                    "an occurrence names trace {} of {} mined",
+                    beyond.trace,
+                    mined.len()
+                ),
+            });
+        }
+        let days = TraceDays::default();
+        let whole_store = !chosen.iter().any(|c| c.sampled)
+            && stream.filter == TraceFilter::default()
+            && steps <= stream.profile_every_call_up_to;
+        let (built, loading) = if whole_store {
+            let loaded = load_mined(store, stream.split, mined.len())?;
+            let loading = started.elapsed();
+            let built = build_chosen(&StepSource::InMemory(&loaded), chosen, &days, config, false);
+            parallel::drop_in_background(loaded);
+            (built?, loading)
+        } else {
+            let source = StepSource::Store {
+                store,
+                trace_ids: &mined,
+                rows: &[],
+                loading: Cell::new(Duration::ZERO),
+            };
+            let built = build_chosen(&source, chosen, &days, config, true)?;
+            (built, source.loading())
+        };
+        let (mut candidates, skipped) = built;
+        let shapes = crate::loops::loop_shapes(&candidates, 0);
+        let split = stream.split;
+        let keep = move |id: &str| !split.is_some_and(|split| split.is_holdout(id));
+        let runs = crate::loops::count_runs_in_store(store, &keep, &shapes)?;
+        crate::loops::add_loop_candidates_counted(&mut candidates, 0, &|shape| {
+            shapes
+                .iter()
+                .position(|s| s == shape)
+                .map(|i| runs[i].clone())
+                .unwrap_or_default()
+        });
+        Ok(MineOutcome {
+            traces: mined.len(),
+            held_out_traces,
+            steps,
+            distinct_tools,
+            patterns,
+            candidates,
+            skipped,
+            mining_time,
+            inference_time: started.elapsed().saturating_sub(loading),
+            load_time: loading,
         })
     }
 

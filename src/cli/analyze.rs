@@ -68,18 +68,20 @@ pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
         }
         .into());
     }
-    if args.mine.engine != super::mine::Engine::InProcess {
+    if args.mine.all_frequent {
         return Err(super::Failure {
             code: exit::USAGE,
-            message: "`analyze` proposes and verifies candidates, which only the in-process engine builds".into(),
-            hint: Some("count patterns on DataFusion with `chainweaver mine --engine datafusion`".into()),
+            message: "`analyze` proposes candidates from the closed patterns; --all-frequent only counts".into(),
+            hint: Some("count every frequent pattern with `chainweaver mine --engine datafusion --all-frequent`".into()),
         }
         .into());
     }
+    let miner = args.mine.miner()?;
     let mut store = open(&global.store)?;
     let request = AnalyzeRequest {
         import: Some(args.import.request(args.paths.clone())?),
         mine: args.mine.config(),
+        miner,
         holdout: args.mine.holdout.unwrap_or(20),
         folds: args.folds,
         verify: args.verify.request()?,

@@ -90,8 +90,10 @@ pub struct MineArgs {
     pub all_frequent: bool,
     /// Where the support counting runs. `datafusion` counts the closed contiguous patterns as
     /// Apache DataFusion query plans over the store's Parquet files in place (a SQLite store
-    /// through its tool-name columns) and prints them; it proposes no candidates and stores
-    /// nothing. `ballista` runs the same plans on a Ballista cluster (see --scheduler). Need a
+    /// through its tool-name columns) and samples the occurrences of the best-ranked there;
+    /// bindings are inferred from that sample in-process and the candidates stored, as without
+    /// an engine (support per day is not counted). `ballista` runs the counting plans on a
+    /// Ballista cluster (see --scheduler) and prints the patterns, storing nothing. Need a
     /// build with the `datafusion` or `ballista` feature.
     #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["max_gap", "any_gap", "count_only", "emit_sql"])]
     pub engine: Engine,
@@ -104,9 +106,9 @@ pub struct MineArgs {
 /// Where `mine` counts patterns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
-    /// The built-in miner, with candidates.
+    /// The built-in miner.
     InProcess,
-    /// Apache DataFusion, embedded: patterns only.
+    /// Apache DataFusion, embedded.
     Datafusion,
     /// The same plans on a Ballista cluster (--scheduler): patterns only.
     Ballista,
@@ -119,6 +121,26 @@ impl MineArgs {
             Reported::AllFrequent
         } else {
             Reported::Closed
+        }
+    }
+
+    /// Where the patterns are counted (candidates are built in-process either way).
+    pub fn miner(&self) -> anyhow::Result<pipeline::Miner> {
+        match self.engine {
+            Engine::InProcess => Ok(pipeline::Miner::InProcess),
+            #[cfg(feature = "datafusion")]
+            Engine::Datafusion => Ok(pipeline::Miner::Engine(runner(self)?.0)),
+            #[cfg(not(feature = "datafusion"))]
+            Engine::Datafusion => Err(without_datafusion()),
+            Engine::Ballista => Err(super::Failure {
+                code: exit::USAGE,
+                message: "a Ballista cluster counts patterns only; candidates are built from the occurrences the embedded engine finds".into(),
+                hint: Some(
+                    "`--engine datafusion` for candidates, or `mine --engine ballista` for the patterns"
+                        .into(),
+                ),
+            }
+            .into()),
         }
     }
 
@@ -245,6 +267,7 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         split: Split::Holdout {
             percent: args.holdout.unwrap_or(0),
         },
+        miner: pipeline::Miner::InProcess,
     };
     let (runner, engine) = runner(args)?;
     let bars = progress::Bars::new(global);
@@ -262,7 +285,7 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     };
     emit(global, &output, || {
         format!(
-            "{} {} patterns counted on {} in {:.2} s ({} traces held out); no candidates (run `mine` without --engine for them)\n\n{}",
+            "{} {} patterns counted on {} in {:.2} s ({} traces held out); no candidates (`mine --engine datafusion` without --all-frequent proposes them)\n\n{}",
             found.patterns.len(),
             match args.reported() {
                 Reported::Closed => "closed",
@@ -309,12 +332,17 @@ fn runner(args: &MineArgs) -> anyhow::Result<(Runner, &'static str)> {
 
 #[cfg(not(feature = "datafusion"))]
 fn engine_patterns(_: &MineArgs, _: &Global) -> anyhow::Result<u8> {
-    Err(super::Failure {
+    Err(without_datafusion())
+}
+
+#[cfg(not(feature = "datafusion"))]
+fn without_datafusion() -> anyhow::Error {
+    super::Failure {
         code: exit::USAGE,
         message: "this chainweaver was built without the DataFusion engine".into(),
         hint: Some("build it with `cargo build --release --features datafusion`".into()),
     }
-    .into())
+    .into()
 }
 
 /// What `mine --engine datafusion --format json` prints.
@@ -381,6 +409,9 @@ fn sequence_db(store: &dyn TraceStore) -> anyhow::Result<SequenceDb> {
 #[derive(Debug, Serialize)]
 struct MineOutput<'a> {
     schema_version: u32,
+    /// The engine that counted the patterns, when not the in-process miner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engine: Option<&'static str>,
     split: Split,
     #[serde(flatten)]
     outcome: &'a MineOutcome,
@@ -415,21 +446,24 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
         }
         .into());
     }
-    if args.engine != Engine::InProcess {
+    if args.engine == Engine::Ballista || args.all_frequent {
         return engine_patterns(&args, global);
     }
+    let miner = args.miner()?;
     let mut store = open_existing(&global.store)?;
     let request = MineRequest {
         config: args.config(),
         split: Split::Holdout {
             percent: args.holdout.unwrap_or(0),
         },
+        miner,
     };
     let bars = progress::Bars::new(global);
     let outcome = pipeline::mine_store(store.as_mut(), &request, &bars)
         .map_err(|err| failure::library(err, global))?;
     let output = MineOutput {
         schema_version: super::SCHEMA_VERSION,
+        engine: (args.engine == Engine::Datafusion).then_some("datafusion"),
         split: request.split,
         outcome: &outcome,
     };

@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::import::{ImportRequest, ImportSummary, import_files};
 use super::mine::mine_split;
 use super::verify::{Checked, VerifyRequest, verify_split};
-use super::{MineRequest, Progress, mine_store};
+use super::{MineRequest, Miner, Progress, mine_store};
 use crate::error::{Error, Result};
 use crate::verify::decide;
 
@@ -25,6 +25,8 @@ pub struct AnalyzeRequest {
     /// Logs to import first; `None` (or no paths) analyzes the store as it is.
     pub import: Option<ImportRequest>,
     pub mine: MineConfig,
+    /// Where the patterns are counted.
+    pub miner: Miner,
     /// Percent of the traces held out for verification (ignored with `folds`).
     pub holdout: u8,
     /// Cross-validate over this many folds instead of one hold-out.
@@ -40,6 +42,7 @@ impl Default for AnalyzeRequest {
         Self {
             import: None,
             mine: MineConfig::default(),
+            miner: Miner::default(),
             holdout: 20,
             folds: None,
             verify: VerifyRequest::default(),
@@ -145,6 +148,7 @@ pub fn analyze(
             let mine = MineRequest {
                 config: request.mine.clone(),
                 split,
+                miner: request.miner.clone(),
             };
             let outcome = mine_store(store, &mine, progress)?;
             let checked = verify_split(
@@ -286,7 +290,7 @@ fn cross_validate(
     let mut errors: BTreeMap<String, String> = BTreeMap::new();
     for fold in 0..folds {
         let split = Split::Fold { folds, fold };
-        let outcome = mine_split(&*store, &request.mine, split, progress)?;
+        let outcome = mine_split(&*store, &request.mine, split, &request.miner, progress)?;
         let checked = verify_split(
             &*store,
             &outcome.candidates,

@@ -1,6 +1,8 @@
 //! Mine a store: stream the traces a split leaves to mining, propose candidates, and replace
 //! the stored results with them.
 
+#[cfg(feature = "datafusion")]
+use chainweaver_analyzer::engine::datafusion::Runner;
 use chainweaver_analyzer::mine::{ChainAnalyzer, MineConfig, MineOutcome, StreamConfig};
 use chainweaver_recorder::model::split::Split;
 use chainweaver_recorder::store::TraceStore;
@@ -15,6 +17,21 @@ pub struct MineRequest {
     pub config: MineConfig,
     /// The traces held out of mining for verification (default: 20%).
     pub split: Split,
+    /// Where the patterns are counted.
+    pub miner: Miner,
+}
+
+/// Where mining counts the patterns; binding inference and candidates are built in-process
+/// either way, from the occurrences the miner samples.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Miner {
+    /// The built-in miner, over the tool sequences read into memory.
+    #[default]
+    InProcess,
+    /// Apache DataFusion query plans over the store's step columns, embedded (a cluster counts
+    /// patterns only: [`engine_patterns`]).
+    #[cfg(feature = "datafusion")]
+    Engine(Runner),
 }
 
 /// Mine the store's traces that `split` leaves to mining, without the store's payloads in
@@ -27,7 +44,13 @@ pub fn mine_store(
     request: &MineRequest,
     progress: &dyn Progress,
 ) -> Result<MineOutcome> {
-    let outcome = mine_split(&*store, &request.config, request.split, progress)?;
+    let outcome = mine_split(
+        &*store,
+        &request.config,
+        request.split,
+        &request.miner,
+        progress,
+    )?;
     store.replace_mining_results(&outcome.patterns, &outcome.candidates)?;
     Ok(outcome)
 }
@@ -38,6 +61,7 @@ pub(super) fn mine_split(
     store: &dyn TraceStore,
     config: &MineConfig,
     split: Split,
+    miner: &Miner,
     progress: &dyn Progress,
 ) -> Result<MineOutcome> {
     let stream = StreamConfig {
@@ -46,10 +70,17 @@ pub(super) fn mine_split(
         split: Some(split),
         ..StreamConfig::default()
     };
-    progress.begin("mining", None, Unit::Items);
-    let outcome = ChainAnalyzer::new(config.clone()).analyze_store(store, &stream);
-    progress.end();
-    let mut outcome = outcome?;
+    let outcome = match miner {
+        Miner::InProcess => {
+            progress.begin("mining", None, Unit::Items);
+            let outcome = ChainAnalyzer::new(config.clone()).analyze_store(store, &stream);
+            progress.end();
+            outcome?
+        }
+        #[cfg(feature = "datafusion")]
+        Miner::Engine(runner) => engine_mine(store, config, &stream, split, runner, progress)?,
+    };
+    let mut outcome = outcome;
     if outcome.traces == 0 {
         return Err(Error::NothingToMine {
             held_out: outcome.held_out_traces,
@@ -61,6 +92,85 @@ pub(super) fn mine_split(
     Ok(outcome)
 }
 
+/// [`mine_split`] with the patterns counted and the chosen ones' occurrences sampled by
+/// DataFusion over the store's step columns; candidates are built in-process from the sample.
+#[cfg(feature = "datafusion")]
+fn engine_mine(
+    store: &dyn TraceStore,
+    config: &MineConfig,
+    stream: &StreamConfig,
+    split: Split,
+    runner: &Runner,
+    progress: &dyn Progress,
+) -> Result<MineOutcome> {
+    use chainweaver_analyzer::engine::datafusion::{self, Choose, MinedTraces};
+    use chainweaver_analyzer::engine::sql::{CountingQuery, Reported};
+    use chainweaver_analyzer::mine::{ChosenSample, CountedElsewhere, inference_cap};
+    if config.max_gap.is_some() {
+        return Err(Error::Analyzer(
+            chainweaver_analyzer::AnalyzerError::Engine {
+                engine: "DataFusion",
+                source_name: "the store".into(),
+                message: "the engine counts contiguous patterns: a gap needs the in-process miner"
+                    .into(),
+            },
+        ));
+    }
+    let started = std::time::Instant::now();
+    let (mined, held_out): (Vec<String>, std::collections::HashSet<String>) = {
+        let (held, kept): (Vec<String>, Vec<String>) = store
+            .trace_ids()?
+            .into_iter()
+            .partition(|id| split.is_holdout(id));
+        (kept, held.into_iter().collect())
+    };
+    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
+    let choose = Choose {
+        max_candidates: config.max_candidates,
+        cap: inference_cap(config, stream),
+    };
+    progress.begin("counting patterns", None, Unit::Items);
+    let found = datafusion::mine(
+        store,
+        &query,
+        Reported::Closed,
+        MinedTraces {
+            mined: &mined,
+            held_out: &held_out,
+        },
+        runner,
+        Some(choose),
+    );
+    progress.end();
+    let found = found?;
+    let counted = CountedElsewhere {
+        held_out_traces: held_out.len(),
+        steps: usize::try_from(found.steps).unwrap_or(usize::MAX),
+        distinct_tools: usize::try_from(found.distinct_tools).unwrap_or(usize::MAX),
+        patterns: found.patterns,
+        chosen: found
+            .chosen
+            .into_iter()
+            .map(|c| ChosenSample {
+                total: usize::try_from(c.total).unwrap_or(usize::MAX),
+                sample: c
+                    .sample
+                    .into_iter()
+                    .map(|(trace, start)| {
+                        (usize::try_from(trace).unwrap_or(usize::MAX), start as usize)
+                    })
+                    .collect(),
+            })
+            .collect(),
+        mined,
+        mining_time: started.elapsed(),
+    };
+    progress.begin("inferring bindings", None, Unit::Items);
+    let outcome = ChainAnalyzer::new(config.clone()).candidates_from_counts(store, counted, stream);
+    progress.end();
+    Ok(outcome?)
+}
+
 /// The closed (or, as `reported` says, all frequent) contiguous patterns of the traces `split`
 /// leaves to mining, counted by Apache DataFusion over the store's Parquet files in place (any
 /// other store through its tool-name stream), embedded or on a Ballista cluster as `runner`
@@ -70,23 +180,28 @@ pub fn engine_patterns(
     store: &dyn TraceStore,
     request: &MineRequest,
     reported: chainweaver_analyzer::engine::sql::Reported,
-    runner: &chainweaver_analyzer::engine::datafusion::Runner,
+    runner: &Runner,
     progress: &dyn Progress,
 ) -> Result<EnginePatterns> {
-    use chainweaver_analyzer::engine::{self, sql::CountingQuery};
+    use chainweaver_analyzer::engine::datafusion::{self, MinedTraces};
+    use chainweaver_analyzer::engine::sql::CountingQuery;
     let config = &request.config;
     let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
-    let held_out: std::collections::HashSet<String> = store
+    let (held, mined): (Vec<String>, Vec<String>) = store
         .trace_ids()?
         .into_iter()
-        .filter(|id| request.split.is_holdout(id))
-        .collect();
+        .partition(|id| request.split.is_holdout(id));
+    let held_out: std::collections::HashSet<String> = held.into_iter().collect();
     progress.begin("counting patterns", None, Unit::Items);
-    let counted = engine::datafusion::count_patterns(store, &query, reported, &held_out, runner);
+    let traces = MinedTraces {
+        mined: &mined,
+        held_out: &held_out,
+    };
+    let counted = datafusion::mine(store, &query, reported, traces, runner, None);
     progress.end();
     Ok(EnginePatterns {
         held_out_traces: held_out.len(),
-        patterns: engine::ranked_summaries(counted?),
+        patterns: counted?.patterns,
     })
 }
 

@@ -45,7 +45,7 @@ pub use import::{
 };
 #[cfg(feature = "datafusion")]
 pub use mine::{EnginePatterns, engine_patterns};
-pub use mine::{MineRequest, mine_store};
+pub use mine::{MineRequest, Miner, mine_store};
 pub use verify::{Checked, ReplayTools, VerifyRequest, find_candidate, verify_store};
 
 /// What a long step reports as it goes, for a progress bar. Every method has a default that

@@ -399,6 +399,150 @@ fn datafusion_counts_the_patterns_mine_stores_from_parquet_files_and_from_sqlite
     assert_datafusion_agrees(dir.path(), "generated.parquet", &GENERATED_FLAGS);
 }
 
+/// What `mine --format json` says that does not depend on how long it took: the counts, the
+/// ranked patterns (tools, support, occurrences, in order) and the candidates whole, except the
+/// support per day of a candidate inferred from a sample, which the engine path does not count.
+#[cfg(feature = "datafusion")]
+fn mined_result(output: &Value) -> Value {
+    let patterns: Vec<Value> = output["patterns"]
+        .as_array()
+        .expect("patterns")
+        .iter()
+        .map(|p| serde_json::json!([p["tools"], p["support"], p["occurrences"]]))
+        .collect();
+    let candidates: Vec<Value> = output["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            if !c["sample"].is_null() {
+                c["evidence"]["support_by_day"] = Value::Null;
+            }
+            c
+        })
+        .collect();
+    serde_json::json!({
+        "traces": output["traces"],
+        "held_out_traces": output["held_out_traces"],
+        "steps": output["steps"],
+        "distinct_tools": output["distinct_tools"],
+        "patterns": patterns,
+        "candidates": candidates,
+        "skipped": output["skipped"],
+    })
+}
+
+/// `mine` and `mine --engine datafusion` with `flags` store the same candidates.
+#[cfg(feature = "datafusion")]
+fn assert_same_candidates(dir: &Path, store: &str, flags: &[&str]) -> usize {
+    let run = |engine: &[&str]| {
+        let mut args = vec!["-q", "--store", store, "--format", "json", "mine"];
+        args.extend_from_slice(engine);
+        args.extend_from_slice(flags);
+        json_ok(dir, &args)
+    };
+    let in_process = run(&[]);
+    let engine = run(&["--engine", "datafusion"]);
+    assert_eq!(engine["engine"], "datafusion");
+    let (expected, found) = (mined_result(&in_process), mined_result(&engine));
+    let candidates = expected["candidates"].as_array().unwrap().len();
+    assert!(candidates > 0, "no candidates on {store} with {flags:?}");
+    if expected != found {
+        let (e, f) = (&expected["candidates"], &found["candidates"]);
+        let first = (0..candidates.max(f.as_array().map_or(0, Vec::len)))
+            .find(|&i| e[i] != f[i])
+            .map(|i| (i, e[i]["id"].clone(), f[i]["id"].clone()));
+        panic!(
+            "{store} with {flags:?}: in-process and DataFusion differ (first differing candidate {first:?}; patterns equal: {}; counts {} / {} {} / {})",
+            expected["patterns"] == found["patterns"],
+            expected["steps"],
+            found["steps"],
+            expected["distinct_tools"],
+            found["distinct_tools"],
+        );
+    }
+    // What is stored is what was printed: the engine ran last.
+    let listed = json_ok(
+        dir,
+        &[
+            "-q",
+            "--store",
+            store,
+            "--format",
+            "json",
+            "candidates",
+            "list",
+        ],
+    );
+    assert_eq!(
+        listed["candidates"].as_array().map(Vec::len),
+        Some(candidates),
+        "{listed}"
+    );
+    candidates
+}
+
+#[cfg(feature = "datafusion")]
+#[test]
+fn datafusion_mining_proposes_the_candidates_the_in_process_miner_proposes() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let source = datasets.join("tau-bench-retail");
+    for store in ["tau.db", "tau.parquet"] {
+        import_into(dir.path(), store, None, &source);
+        // Every occurrence read, tools profiled over every call (a small store).
+        assert_same_candidates(dir.path(), store, &["--holdout", "20"]);
+        // Sampled: a few evenly spread occurrences, the probe first.
+        assert_same_candidates(
+            dir.path(),
+            store,
+            &["--holdout", "20", "--sample", "9", "--probe", "4"],
+        );
+    }
+    // `analyze` on the store as it is: the same report, verdicts and behaviours either way.
+    let analyzed = |engine: &[&str]| {
+        let mut args = vec!["-q", "--store", "tau.db", "--format", "json", "analyze"];
+        args.extend_from_slice(engine);
+        let report = json_ok(dir.path(), &args);
+        let entries: Vec<Value> = report["report"]
+            .as_array()
+            .expect("report")
+            .iter()
+            .map(|e| {
+                serde_json::json!([
+                    e["candidate"]["id"],
+                    e["verdict"]["status"],
+                    e["verdict"]["reason"]
+                ])
+            })
+            .collect();
+        (
+            entries,
+            report["verified"].clone(),
+            report["behaviours"].clone(),
+        )
+    };
+    let in_process = analyzed(&[]);
+    assert!(
+        in_process.1.as_u64().is_some_and(|n| n > 0),
+        "{:?}",
+        in_process.1
+    );
+    assert_eq!(analyzed(&["--engine", "datafusion"]), in_process);
+    // Generated loops, failures and interleaving over day partitions; loop candidates' runs
+    // counted over the mined traces.
+    generated_parquet_store(dir.path(), "generated.parquet", "600", "5");
+    assert_same_candidates(dir.path(), "generated.parquet", &["--holdout", "20"]);
+    assert_same_candidates(
+        dir.path(),
+        "generated.parquet",
+        &["--sample", "25", "--probe", "8", "--max-candidates", "30"],
+    );
+}
+
 #[cfg(feature = "datafusion")]
 #[test]
 fn a_corrupt_parquet_file_fails_the_engine_with_its_name_and_a_retry_after_repair_works() {

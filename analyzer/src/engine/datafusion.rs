@@ -19,10 +19,11 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use chainweaver_recorder::model::candidate::PatternSummary;
 use chainweaver_recorder::model::dataset::steps;
 use chainweaver_recorder::store::TraceStore;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, RecordBatch, StringBuilder, UInt32Builder,
+    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringBuilder, UInt32Builder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
@@ -33,6 +34,8 @@ use datafusion::datasource::listing::{
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+use super::extend;
+pub use super::extend::SampledOccurrences;
 use super::sql::{self, CountedPattern, CountingQuery, Reported, reported_patterns, tool_column};
 use crate::error::{AnalyzerError, Result};
 
@@ -119,21 +122,59 @@ impl StepSource {
     }
 }
 
-/// The closed (or, as `reported` says, all frequent) patterns of `query` among the store's
-/// steps, leaving out the traces in `held_out`, counted where `runner` says. Sorted by tools.
-pub fn count_patterns(
+/// The traces an engine mines: those of `mined`, in storage order; `held_out` are the store's
+/// other traces (a cluster leaves them out by a list in the SQL text).
+#[derive(Debug, Clone, Copy)]
+pub struct MinedTraces<'a> {
+    pub mined: &'a [String],
+    pub held_out: &'a HashSet<String>,
+}
+
+/// The best-ranked patterns to become candidates, with their occurrences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Choose {
+    /// How many of the best-ranked patterns.
+    pub max_candidates: usize,
+    /// At most this many occurrences of each, spread evenly (`None`: all).
+    pub cap: Option<usize>,
+}
+
+/// What an engine found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineMined {
+    /// The reported patterns, best-ranked first (as the in-process miner ranks them).
+    pub patterns: Vec<PatternSummary>,
+    /// With [`Choose`]: the occurrences of the first `max_candidates` of `patterns`, in order.
+    pub chosen: Vec<SampledOccurrences>,
+    /// Steps of the mined traces and their distinct tools (embedded only; 0 on a cluster).
+    pub steps: u64,
+    pub distinct_tools: u64,
+}
+
+/// The closed (or, as `reported` says, all frequent) patterns of `query` among the steps of
+/// the mined traces, counted where `runner` says, best-ranked first; with `choose`, the
+/// occurrences of the best-ranked (embedded only).
+pub fn mine(
     store: &dyn TraceStore,
     query: &CountingQuery,
     reported: Reported,
-    held_out: &HashSet<String>,
+    traces: MinedTraces<'_>,
     runner: &Runner,
-) -> Result<Vec<CountedPattern>> {
+    choose: Option<Choose>,
+) -> Result<EngineMined> {
     let source = StepSource::of(store)?;
     let failed = |message: String| AnalyzerError::Engine {
         engine: runner.engine(),
         source_name: source.describe(),
         message,
     };
+    if runner.is_remote() && choose.is_some() {
+        return Err(failed(
+            "a cluster counts the patterns only; their occurrences for candidates are found by \
+             the embedded engine (`--engine datafusion`)"
+                .into(),
+        ));
+    }
     let stream = match (&source, runner) {
         (StepSource::Stream, Runner::Embedded { .. }) => Some(stream_batches(store, runner)?),
         #[cfg(feature = "ballista")]
@@ -151,10 +192,18 @@ pub fn count_patterns(
         .enable_all()
         .build()
         .map_err(|e| failed(format!("cannot start the query runtime: {e}")))?;
+    let plans = Plans {
+        source: &source,
+        query,
+        reported,
+        traces,
+        runner,
+        choose,
+    };
     // The query runs on a thread of its own: a caller inside another runtime cannot block on one.
-    let frequent = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         scope
-            .spawn(|| runtime.block_on(frequent_rows(&source, stream, query, held_out, runner)))
+            .spawn(|| runtime.block_on(plans.run(stream)))
             .join()
             .unwrap_or_else(|_| Err("the query thread panicked".into()))
     })
@@ -165,8 +214,7 @@ pub fn count_patterns(
             None => failed(message),
         },
         StepSource::Stream => failed(message),
-    })?;
-    Ok(reported_patterns(query, frequent, reported))
+    })
 }
 
 /// The first file whose Parquet footer cannot be read, with the reason.
@@ -181,127 +229,192 @@ fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
     })
 }
 
-/// The rows [`CountingQuery::frequent_sql`] answers (lengths `min_length..=max_length + 1`):
-/// embedded, by extending occurrences ([`super::extend`]); on a cluster, level by level with
-/// [`CountingQuery::level_sql`].
-async fn frequent_rows(
-    source: &StepSource,
-    stream: Option<Vec<RecordBatch>>,
-    query: &CountingQuery,
-    held_out: &HashSet<String>,
-    runner: &Runner,
-) -> Result<Vec<CountedPattern>, String> {
-    let threads = runner.threads();
-    let context = runner.context().await?;
-    let text = |e: datafusion::error::DataFusionError| e.to_string();
-    let all_steps = "all_steps";
-    match (source, stream) {
-        (StepSource::Files(files), _) if files.is_empty() => return Ok(Vec::new()),
-        (StepSource::Files(files), _) => {
-            let urls = files
-                .iter()
-                .map(|file| ListingTableUrl::parse(file.to_string_lossy()))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(text)?;
-            let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-                .with_file_extension(".parquet");
-            let config = ListingTableConfig::new_with_multi_paths(urls)
-                .with_listing_options(options)
-                .infer_schema(&context.state())
-                .await
-                .map_err(text)?;
-            let table = ListingTable::try_new(config).map_err(text)?;
-            context
-                .register_table(all_steps, Arc::new(table))
-                .map_err(text)?;
-        }
-        (StepSource::Stream, batches) => {
-            // Spread over `threads` partitions, so the scan feeds every core.
-            let mut partitions: Vec<Vec<RecordBatch>> = vec![Vec::new(); threads.max(1)];
-            let count = partitions.len();
-            for (i, batch) in batches.unwrap_or_default().into_iter().enumerate() {
-                partitions[i % count].push(batch);
-            }
-            let table = MemTable::try_new(stream_schema(), partitions).map_err(text)?;
-            context
-                .register_table(all_steps, Arc::new(table))
-                .map_err(text)?;
-        }
-    }
-    if !runner.is_remote() {
-        // In this process the levels extend occurrences kept in the session, by integer joins.
-        register_mined_steps(&context, all_steps, held_out).await?;
-        return super::extend::frequent_rows(&context, steps::TABLE, query).await;
-    }
-    // A cluster's executors cannot read tables held in this process's memory: there the
-    // held-out traces and each level's patterns go into the SQL text itself.
-    let relation = remote_relation(all_steps, held_out);
-    // Level by level, each length counted over the n-grams the frequent patterns one shorter
-    // allow, up to one past the longest reported (closedness needs it) or the first empty level.
-    let mut rows = Vec::new();
-    let mut previous: Option<String> = None;
-    for length in 1..=query.max_length + 1 {
-        let batches = context
-            .sql(&query.level_sql_over(&relation, length, previous.as_deref()))
-            .await
-            .map_err(text)?
-            .collect()
-            .await
-            .map_err(text)?;
-        if batches.iter().all(|batch| batch.num_rows() == 0) {
-            break;
-        }
-        let mut level = Vec::new();
-        for batch in &batches {
-            read_level(batch, length, &mut level)?;
-        }
-        let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
-        previous = Some(sql::patterns_relation(&tools, length));
-        if length >= query.min_length {
-            rows.extend(level);
-        }
-    }
-    Ok(rows)
+/// One engine run's inputs.
+struct Plans<'a> {
+    source: &'a StepSource,
+    query: &'a CountingQuery,
+    reported: Reported,
+    traces: MinedTraces<'a>,
+    runner: &'a Runner,
+    choose: Option<Choose>,
 }
 
-/// Register `steps`: the steps of `all_steps` minus the traces in `held_out` (an anti-join
-/// with an in-memory table of their ids).
+impl Plans<'_> {
+    /// Register the steps, count, rank and (embedded, when asked) find the chosen patterns'
+    /// occurrences.
+    async fn run(&self, stream: Option<Vec<RecordBatch>>) -> Result<EngineMined, String> {
+        let context = self.runner.context().await?;
+        let all_steps = "all_steps";
+        if !self.register_steps(&context, all_steps, stream).await? {
+            return Ok(EngineMined {
+                patterns: Vec::new(),
+                chosen: Vec::new(),
+                steps: 0,
+                distinct_tools: 0,
+            });
+        }
+        if self.runner.is_remote() {
+            let frequent = self.remote_levels(&context, all_steps).await?;
+            return Ok(EngineMined {
+                patterns: super::ranked_summaries(
+                    reported_patterns(self.query, frequent, self.reported),
+                    |a, b| a.cmp(b),
+                ),
+                chosen: Vec::new(),
+                steps: 0,
+                distinct_tools: 0,
+            });
+        }
+        // In this process the levels extend occurrences kept in the session, by integer joins.
+        register_mined_steps(&context, all_steps, self.traces.mined).await?;
+        let counted = extend::frequent_rows(&context, steps::TABLE, self.query).await?;
+        let first_seen = extend::first_seen(&context, &counted.tool_names).await?;
+        let rank = |name: &str| first_seen.get(name).copied().unwrap_or(u64::MAX);
+        let patterns = super::ranked_summaries(
+            reported_patterns(self.query, counted.rows, self.reported),
+            |a, b| a.iter().map(|t| rank(t)).cmp(b.iter().map(|t| rank(t))),
+        );
+        let chosen = match self.choose {
+            Some(choose) => {
+                let tools: Vec<Vec<String>> = patterns
+                    .iter()
+                    .take(choose.max_candidates)
+                    .map(|p| p.tools.clone())
+                    .collect();
+                extend::chosen_occurrences(&context, &counted.tool_names, &tools, choose.cap)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let (steps, distinct_tools) = extend::numbered_totals(&context).await?;
+        extend::release(&context);
+        Ok(EngineMined {
+            patterns,
+            chosen,
+            steps,
+            distinct_tools,
+        })
+    }
+
+    /// Register the steps as `all_steps`; false when there are none.
+    async fn register_steps(
+        &self,
+        context: &SessionContext,
+        all_steps: &str,
+        stream: Option<Vec<RecordBatch>>,
+    ) -> Result<bool, String> {
+        let text = |e: datafusion::error::DataFusionError| e.to_string();
+        match (self.source, stream) {
+            (StepSource::Files(files), _) if files.is_empty() => return Ok(false),
+            (StepSource::Files(files), _) => {
+                let urls = files
+                    .iter()
+                    .map(|file| ListingTableUrl::parse(file.to_string_lossy()))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(text)?;
+                let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
+                    .with_file_extension(".parquet");
+                let config = ListingTableConfig::new_with_multi_paths(urls)
+                    .with_listing_options(options)
+                    .infer_schema(&context.state())
+                    .await
+                    .map_err(text)?;
+                let table = ListingTable::try_new(config).map_err(text)?;
+                context
+                    .register_table(all_steps, Arc::new(table))
+                    .map_err(text)?;
+            }
+            (StepSource::Stream, batches) => {
+                // Spread over `threads` partitions, so the scan feeds every core.
+                let mut partitions: Vec<Vec<RecordBatch>> =
+                    vec![Vec::new(); self.runner.threads().max(1)];
+                let count = partitions.len();
+                for (i, batch) in batches.unwrap_or_default().into_iter().enumerate() {
+                    partitions[i % count].push(batch);
+                }
+                let table = MemTable::try_new(stream_schema(), partitions).map_err(text)?;
+                context
+                    .register_table(all_steps, Arc::new(table))
+                    .map_err(text)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The rows [`CountingQuery::frequent_sql`] answers, counted on a cluster: its executors
+    /// cannot read tables held in this process's memory, so the held-out traces and each
+    /// level's patterns go into the SQL text itself.
+    async fn remote_levels(
+        &self,
+        context: &SessionContext,
+        all_steps: &str,
+    ) -> Result<Vec<CountedPattern>, String> {
+        let text = |e: datafusion::error::DataFusionError| e.to_string();
+        let query = self.query;
+        let relation = remote_relation(all_steps, self.traces.held_out);
+        // Level by level, each length counted over the n-grams the frequent patterns one
+        // shorter allow, up to one past the longest reported (closedness needs it) or the first
+        // empty level.
+        let mut rows = Vec::new();
+        let mut previous: Option<String> = None;
+        for length in 1..=query.max_length + 1 {
+            let batches = context
+                .sql(&query.level_sql_over(&relation, length, previous.as_deref()))
+                .await
+                .map_err(text)?
+                .collect()
+                .await
+                .map_err(text)?;
+            if batches.iter().all(|batch| batch.num_rows() == 0) {
+                break;
+            }
+            let mut level = Vec::new();
+            for batch in &batches {
+                read_level(batch, length, &mut level)?;
+            }
+            let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
+            previous = Some(sql::patterns_relation(&tools, length));
+            if length >= query.min_length {
+                rows.extend(level);
+            }
+        }
+        Ok(rows)
+    }
+}
+
+/// Register `steps`: the steps of `all_steps` of the traces in `mined` (storage order), each
+/// with its trace's ordinal there (a join with an in-memory table of the ids).
 async fn register_mined_steps(
     context: &SessionContext,
     all_steps: &str,
-    held_out: &HashSet<String>,
+    mined: &[String],
 ) -> Result<(), String> {
     let text = |e: datafusion::error::DataFusionError| e.to_string();
-    let view = if held_out.is_empty() {
-        format!(
-            "SELECT {id}, {index}, {tool} FROM {all_steps}",
-            id = steps::TRACE_ID,
-            index = steps::STEP_INDEX,
-            tool = steps::TOOL_NAME
-        )
-    } else {
-        let mut ids = StringBuilder::new();
-        for id in held_out {
-            ids.append_value(id);
-        }
-        let schema = Arc::new(Schema::new(vec![Field::new(
-            steps::TRACE_ID,
-            DataType::Utf8,
-            false,
-        )]));
-        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ids.finish()) as ArrayRef])
-            .map_err(|e| e.to_string())?;
-        let table = MemTable::try_new(schema, vec![vec![batch]]).map_err(text)?;
-        context
-            .register_table("held_out", Arc::new(table))
-            .map_err(text)?;
-        format!(
-            "SELECT s.{id}, s.{index}, s.{tool} FROM {all_steps} s LEFT ANTI JOIN held_out h ON s.{id} = h.{id}",
-            id = steps::TRACE_ID,
-            index = steps::STEP_INDEX,
-            tool = steps::TOOL_NAME
-        )
-    };
+    let mut ids = StringBuilder::new();
+    for id in mined {
+        ids.append_value(id);
+    }
+    let ordinals: Int64Array = (0..mined.len() as i64).collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new(steps::TRACE_ID, DataType::Utf8, false),
+        Field::new(extend::ORDINAL, DataType::Int64, false),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(ids.finish()) as ArrayRef, Arc::new(ordinals)],
+    )
+    .map_err(|e| e.to_string())?;
+    let table = MemTable::try_new(schema, vec![vec![batch]]).map_err(text)?;
+    context
+        .register_table("mined_traces", Arc::new(table))
+        .map_err(text)?;
+    let view = format!(
+        "SELECT s.{id}, s.{index}, s.{tool}, m.{ordinal} FROM {all_steps} s JOIN mined_traces m ON s.{id} = m.{id}",
+        id = steps::TRACE_ID,
+        index = steps::STEP_INDEX,
+        tool = steps::TOOL_NAME,
+        ordinal = extend::ORDINAL,
+    );
     let frame = context.sql(&view).await.map_err(text)?;
     context
         .register_table(steps::TABLE, frame.into_view())

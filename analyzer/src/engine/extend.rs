@@ -6,9 +6,10 @@
 //! run from plain SQL but grows far faster than the data on one machine. Here the plans stay
 //! DataFusion's, but the intermediate results live in the session as tables:
 //!
-//! 1. `numbered`: every step as `(pos, tool)`, where `pos` is the trace's number times 2^32
-//!    plus the step's place in the trace (one window, one sort), and `tool` a small integer from
-//!    a dictionary of the tool names. The step after `pos` is `pos + 1` exactly when it exists.
+//! 1. `numbered`: every step as `(pos, tool)`, where `pos` is the trace's ordinal (its place in
+//!    storage order among the mined traces) times 2^32 plus the step's place in the trace (one
+//!    window, one sort), and `tool` a small integer from a dictionary of the tool names. The
+//!    step after `pos` is `pos + 1` exactly when it exists.
 //! 2. Level 1: tools counted by distinct trace (`pos / 2^32`), the frequent ones kept.
 //! 3. Level n+1: each start position of a frequent n-gram (`occurrences`, with the pattern's
 //!    number) joined with `numbered` at `pos + n`, grouped by (pattern, next tool) in two
@@ -17,7 +18,13 @@
 //!
 //! Every occurrence of a frequent pattern of length n+1 extends an occurrence of its frequent
 //! prefix, so nothing is lost; the counts are the ones [`CountingQuery::level_sql`] gives.
+//!
+//! The occurrences of the patterns chosen to become candidates are then found the same way,
+//! along the prefixes of those patterns only ([`chosen_occurrences`]), and an evenly spread
+//! sample of each is taken in the plan, ordered by `pos`: storage order, as the in-process
+//! miner samples.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use chainweaver_recorder::model::dataset::steps;
@@ -31,6 +38,9 @@ use super::sql::{CountedPattern, CountingQuery};
 
 /// `pos / TRACE_STRIDE` is a step's trace; steps of one trace are consecutive below it.
 const TRACE_STRIDE: i64 = 1 << 32;
+
+/// The column of the counted relation holding each step's trace ordinal (`BIGINT`).
+pub(super) const ORDINAL: &str = "trace_ordinal";
 
 const NUMBERED: &str = "numbered";
 const TOOL_IDS: &str = "tool_ids";
@@ -47,17 +57,28 @@ struct Extension {
     occurrences: u64,
 }
 
+/// What [`frequent_rows`] counted; the session keeps `numbered` and the tool numbers for
+/// [`chosen_occurrences`] until [`release`].
+pub(super) struct Counted {
+    pub rows: Vec<CountedPattern>,
+    /// Tool names by number.
+    pub tool_names: Vec<String>,
+}
+
 /// The frequent patterns of every length from `min_length` to `max_length + 1` among the steps
-/// of `relation` (columns `trace_id`, `step_index`, `tool_name`), as
+/// of `relation` (columns `trace_id`, `step_index`, `tool_name` and the trace's ordinal), as
 /// [`CountingQuery::frequent_sql`] defines them.
 pub(super) async fn frequent_rows(
     context: &SessionContext,
     relation: &str,
     query: &CountingQuery,
-) -> Result<Vec<CountedPattern>, String> {
+) -> Result<Counted, String> {
     let tool_names = register_tool_ids(context, relation).await?;
     if tool_names.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Counted {
+            rows: Vec::new(),
+            tool_names,
+        });
     }
     register_numbered(context, relation).await?;
 
@@ -97,10 +118,280 @@ pub(super) async fn frequent_rows(
         level = next;
         length += 1;
     }
-    for table in [NUMBERED, TOOL_IDS, OCCURRENCES, EXTENDED, FREQUENT] {
+    for table in [OCCURRENCES, EXTENDED, FREQUENT] {
         let _ = context.deregister_table(table);
     }
-    Ok(rows)
+    Ok(Counted { rows, tool_names })
+}
+
+/// Let go of the tables [`frequent_rows`] kept.
+pub(super) fn release(context: &SessionContext) {
+    for table in [NUMBERED, TOOL_IDS, TRAIL, STEPPED] {
+        let _ = context.deregister_table(table);
+    }
+}
+
+/// The steps [`frequent_rows`] numbered and their distinct tools.
+pub(super) async fn numbered_totals(context: &SessionContext) -> Result<(u64, u64), String> {
+    let batches = run(
+        context,
+        &format!("SELECT COUNT(*) AS steps, COUNT(DISTINCT tool) AS tools FROM {NUMBERED}"),
+    )
+    .await?;
+    let value = |column: usize| -> Result<u64, String> {
+        let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else {
+            return Ok(0);
+        };
+        let column = cast(batch.column(column), &DataType::Int64).map_err(|e| e.to_string())?;
+        Ok(u64::try_from(column.as_primitive::<Int64Type>().value(0)).unwrap_or(0))
+    };
+    Ok((value(0)?, value(1)?))
+}
+
+/// For each tool of the numbered steps, by name: its rank by where it first appears (its
+/// lowest `pos`), the order in which the in-process miner numbers tools, which breaks its ties.
+pub(super) async fn first_seen(
+    context: &SessionContext,
+    tool_names: &[String],
+) -> Result<HashMap<String, u64>, String> {
+    let batches = run(
+        context,
+        &format!("SELECT tool, MIN(pos) AS first FROM {NUMBERED} GROUP BY tool"),
+    )
+    .await?;
+    let mut firsts: Vec<(i64, u32)> = Vec::new();
+    for batch in &batches {
+        let tool = cast(batch.column(0), &DataType::UInt32).map_err(|e| e.to_string())?;
+        let first = cast(batch.column(1), &DataType::Int64).map_err(|e| e.to_string())?;
+        let (tool, first) = (
+            tool.as_primitive::<UInt32Type>(),
+            first.as_primitive::<Int64Type>(),
+        );
+        firsts.extend((0..batch.num_rows()).map(|row| (first.value(row), tool.value(row))));
+    }
+    firsts.sort_unstable();
+    Ok(firsts
+        .into_iter()
+        .enumerate()
+        .filter_map(|(rank, (_, tool))| Some((tool_names.get(tool as usize)?.clone(), rank as u64)))
+        .collect())
+}
+
+/// One chosen pattern's occurrences: how many, and the sample inference reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SampledOccurrences {
+    pub total: u64,
+    /// `(trace ordinal, place of the first step)`, in storage order: every occurrence, or
+    /// `cap` spread evenly over them as the in-process miner picks them.
+    pub sample: Vec<(u64, u32)>,
+}
+
+const TRAIL: &str = "chosen_trail";
+const STEPPED: &str = "chosen_steps";
+const FOUND: &str = "chosen_found";
+
+/// The occurrences of each of `chosen` (patterns as tool names) among the numbered steps:
+/// the count and, when `cap` is given, `cap` of them spread evenly (all when there are no
+/// more), chosen in the plan so only the sample comes back.
+///
+/// The patterns' prefixes form a tree; level by level, the start positions reaching a prefix
+/// are extended by the step after them (an integer join, as for counting), and those reaching a
+/// whole pattern are kept.
+pub(super) async fn chosen_occurrences(
+    context: &SessionContext,
+    tool_names: &[String],
+    chosen: &[Vec<String>],
+    cap: Option<usize>,
+) -> Result<Vec<SampledOccurrences>, String> {
+    let mut out = vec![SampledOccurrences::default(); chosen.len()];
+    let tree = PrefixTree::of(chosen, tool_names);
+    let found_levels = walk_prefixes(context, &tree).await?;
+    if found_levels.is_empty() {
+        return Ok(out);
+    }
+    let union = found_levels
+        .iter()
+        .map(|table| format!("SELECT pos, pattern FROM {table}"))
+        .collect::<Vec<_>>()
+        .join(" UNION ALL ");
+    // Item `i` of `total` is taken when it is the first at or past one of `cap` even marks
+    // (`candidate::even_positions`): when `i * cap / total` steps past `(i - 1) * cap / total`.
+    let taken = match cap {
+        Some(cap) => {
+            let cap = cap.max(1);
+            format!(
+                "WHERE total <= {cap} OR i = 0 OR (i * {cap}) / total > ((i - 1) * {cap}) / total"
+            )
+        }
+        None => String::new(),
+    };
+    let sql = format!(
+        "SELECT pattern, pos, total FROM (
+  SELECT pattern, pos,
+    CAST(ROW_NUMBER() OVER (PARTITION BY pattern ORDER BY pos) AS BIGINT) - 1 AS i,
+    CAST(COUNT(*) OVER (PARTITION BY pattern) AS BIGINT) AS total
+  FROM ({union}) found
+) numbered_found {taken}"
+    );
+    let batches = run(context, &sql).await;
+    for table in &found_levels {
+        let _ = context.deregister_table(table);
+    }
+    let _ = context.deregister_table(TRAIL);
+    for batch in batches? {
+        read_sample(&batch, &mut out)?;
+    }
+    for slot in &mut out {
+        slot.sample.sort_unstable();
+    }
+    Ok(out)
+}
+
+/// The chosen patterns' prefixes as a tree of tool numbers; node 0 is the root.
+struct PrefixTree {
+    /// Per depth: `(parent, tool, node)` of each prefix of that length plus one.
+    levels: Vec<Vec<(u32, u32, u32)>>,
+    /// Per depth: `(node, pattern)` of the patterns that end there.
+    ends: Vec<Vec<(u32, u32)>>,
+}
+
+impl PrefixTree {
+    fn of(chosen: &[Vec<String>], tool_names: &[String]) -> Self {
+        let number: HashMap<&str, u32> = tool_names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| (name.as_str(), i as u32))
+            .collect();
+        let mut nodes: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut tree = Self {
+            levels: Vec::new(),
+            ends: Vec::new(),
+        };
+        for (pattern, tools) in chosen.iter().enumerate() {
+            let mut parent = 0u32;
+            for (depth, tool) in tools.iter().enumerate() {
+                // A tool the steps never name: the pattern has no occurrence.
+                let Some(&tool) = number.get(tool.as_str()) else {
+                    break;
+                };
+                if tree.levels.len() <= depth {
+                    tree.levels.resize(depth + 1, Vec::new());
+                    tree.ends.resize(depth + 1, Vec::new());
+                }
+                let next = nodes.len() as u32 + 1;
+                let node = *nodes.entry((parent, tool)).or_insert_with(|| {
+                    tree.levels[depth].push((parent, tool, next));
+                    next
+                });
+                if depth + 1 == tools.len() {
+                    tree.ends[depth].push((node, pattern as u32));
+                }
+                parent = node;
+            }
+        }
+        tree
+    }
+}
+
+/// Walk the numbered steps along `tree`, depth by depth, and keep, per depth where patterns
+/// end, their start positions as a table `(pos, pattern)`; returns those tables' names.
+async fn walk_prefixes(context: &SessionContext, tree: &PrefixTree) -> Result<Vec<String>, String> {
+    let mut found_levels = Vec::new();
+    for (depth, level) in tree.levels.iter().enumerate() {
+        register_u32s(context, STEPPED, ["parent", "tool", "node"], level)?;
+        let sql = if depth == 0 {
+            format!("SELECT o.pos, w.node FROM {NUMBERED} o JOIN {STEPPED} w ON o.tool = w.tool")
+        } else {
+            format!(
+                "SELECT o.pos, w.node FROM {TRAIL} o
+JOIN {NUMBERED} n ON n.pos = o.pos + {depth}
+JOIN {STEPPED} w ON w.parent = o.node AND w.tool = n.tool"
+            )
+        };
+        let frame = context.sql(&sql).await.map_err(|e| e.to_string())?;
+        let schema = frame.schema().inner().clone();
+        let partitions = frame
+            .collect_partitioned()
+            .await
+            .map_err(|e| e.to_string())?;
+        let _ = context.deregister_table(TRAIL);
+        let _ = context.deregister_table(STEPPED);
+        register(context, TRAIL, schema, partitions)?;
+        let Some(ends) = tree.ends.get(depth).filter(|ends| !ends.is_empty()) else {
+            continue;
+        };
+        let ended = format!("{FOUND}_{depth}");
+        let ends_table = format!("{ended}_ends");
+        let pairs: Vec<(u32, u32, u32)> = ends.iter().map(|&(n, p)| (n, p, 0)).collect();
+        register_u32s(context, &ends_table, ["node", "pattern", "unused"], &pairs)?;
+        materialize(
+            context,
+            &format!(
+                "SELECT t.pos, e.pattern FROM {TRAIL} t JOIN {ends_table} e ON t.node = e.node"
+            ),
+            &ended,
+        )
+        .await?;
+        let _ = context.deregister_table(ends_table.as_str());
+        found_levels.push(ended);
+    }
+    Ok(found_levels)
+}
+
+/// Add the rows of one result batch (`pattern`, `pos`, `total`) to `out`.
+fn read_sample(batch: &RecordBatch, out: &mut [SampledOccurrences]) -> Result<(), String> {
+    let column = |name: &str, to: &DataType| -> Result<ArrayRef, String> {
+        let column = batch
+            .column_by_name(name)
+            .ok_or_else(|| format!("no column {name}"))?;
+        cast(column, to).map_err(|e| e.to_string())
+    };
+    let (pattern, pos, total) = (
+        column("pattern", &DataType::UInt32)?,
+        column("pos", &DataType::Int64)?,
+        column("total", &DataType::Int64)?,
+    );
+    let (pattern, pos, total) = (
+        pattern.as_primitive::<UInt32Type>(),
+        pos.as_primitive::<Int64Type>(),
+        total.as_primitive::<Int64Type>(),
+    );
+    for row in 0..batch.num_rows() {
+        let slot = out
+            .get_mut(pattern.value(row) as usize)
+            .ok_or_else(|| format!("no chosen pattern {}", pattern.value(row)))?;
+        let pos = pos.value(row);
+        slot.total = u64::try_from(total.value(row)).unwrap_or(0);
+        // Places are numbered from 1 in `numbered`.
+        let place = (pos % TRACE_STRIDE) - 1;
+        slot.sample.push((
+            u64::try_from(pos / TRACE_STRIDE).unwrap_or(0),
+            u32::try_from(place).unwrap_or(0),
+        ));
+    }
+    Ok(())
+}
+
+/// Register `name` as a table of three `UInt32` columns.
+fn register_u32s(
+    context: &SessionContext,
+    name: &str,
+    columns: [&str; 3],
+    rows: &[(u32, u32, u32)],
+) -> Result<(), String> {
+    let schema = Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|c| Field::new(*c, DataType::UInt32, false))
+            .collect::<Vec<_>>(),
+    ));
+    let arrays: Vec<ArrayRef> = vec![
+        Arc::new(rows.iter().map(|r| r.0).collect::<UInt32Array>()),
+        Arc::new(rows.iter().map(|r| r.1).collect::<UInt32Array>()),
+        Arc::new(rows.iter().map(|r| r.2).collect::<UInt32Array>()),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| e.to_string())?;
+    register(context, name, schema, vec![vec![batch]])
 }
 
 /// The names of the tools numbered `tools`.
@@ -159,21 +450,16 @@ async fn register_tool_ids(
     Ok(names)
 }
 
-/// Register `numbered (pos, tool)`: every step of `relation` by its trace's number and its
-/// place in the trace, with its tool's number.
+/// Register `numbered (pos, tool)`: every step of `relation` by its trace's ordinal (the
+/// trace's place in storage order among the mined traces, so positions sort as the in-process
+/// miner visits occurrences) and its place in the trace, with its tool's number.
 async fn register_numbered(context: &SessionContext, relation: &str) -> Result<(), String> {
     let sql = format!(
-        "WITH traces AS (
-  SELECT {id}, CAST(ROW_NUMBER() OVER (ORDER BY {id}) AS BIGINT) AS trace_no
-  FROM (SELECT DISTINCT {id} FROM {relation}) d
-)
-SELECT t.trace_no * {TRACE_STRIDE}
-    + CAST(ROW_NUMBER() OVER (PARTITION BY s.{id} ORDER BY s.{index}) AS BIGINT) AS pos,
+        "SELECT s.{ORDINAL} * {TRACE_STRIDE}
+    + CAST(ROW_NUMBER() OVER (PARTITION BY s.{ORDINAL} ORDER BY s.{index}) AS BIGINT) AS pos,
   n.tool
 FROM {relation} s
-JOIN traces t ON s.{id} = t.{id}
 JOIN {TOOL_IDS} n ON s.{tool} = n.{tool}",
-        id = steps::TRACE_ID,
         index = steps::STEP_INDEX,
         tool = steps::TOOL_NAME,
     );
@@ -354,28 +640,41 @@ mod tests {
             .collect()
     }
 
-    /// The traces as a `steps` table, rows shuffled and step indexes spaced out, so the
-    /// numbering must come from the order of `step_index` and not from the rows' order.
+    /// The traces as a `steps` table (with each trace's ordinal), rows shuffled and step indexes
+    /// spaced out, so the numbering must come from the order of `step_index` and not from the
+    /// rows' order.
     fn steps_table(traces: &[Vec<&str>]) -> MemTable {
-        let mut rows: Vec<(String, u32, String)> = traces
+        let mut rows: Vec<(String, u32, String, i64)> = traces
             .iter()
             .enumerate()
             .flat_map(|(t, tools)| {
                 tools.iter().enumerate().map(move |(i, tool)| {
-                    (format!("trace-{t}"), i as u32 * 3 + 1, tool.to_string())
+                    (
+                        format!("trace-{t}"),
+                        i as u32 * 3 + 1,
+                        tool.to_string(),
+                        t as i64,
+                    )
                 })
             })
             .collect();
         rows.reverse();
         let third = rows.len() / 3;
         rows.rotate_left(third);
-        let schema = crate::engine::datafusion::stream_schema();
+        let mut fields: Vec<Field> = crate::engine::datafusion::stream_schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(Field::new(ORDINAL, DataType::Int64, false));
+        let schema = Arc::new(Schema::new(fields));
         let (mut ids, mut tools) = (StringBuilder::new(), StringBuilder::new());
-        let mut indexes = Vec::new();
-        for (id, index, tool) in &rows {
+        let (mut indexes, mut ordinals) = (Vec::new(), Vec::new());
+        for (id, index, tool, ordinal) in &rows {
             ids.append_value(id);
             indexes.push(*index);
             tools.append_value(tool);
+            ordinals.push(*ordinal);
         }
         let batch = RecordBatch::try_new(
             schema.clone(),
@@ -383,13 +682,21 @@ mod tests {
                 Arc::new(ids.finish()) as ArrayRef,
                 Arc::new(UInt32Array::from(indexes)),
                 Arc::new(tools.finish()),
+                Arc::new(datafusion::arrow::array::Int64Array::from(ordinals)),
             ],
         )
-        .expect("a batch of three columns");
+        .expect("a batch of four columns");
         MemTable::try_new(schema, vec![vec![batch]]).expect("a table")
     }
 
-    fn counted(traces: &[Vec<&str>], query: &CountingQuery) -> Vec<CountedPattern> {
+    /// Count `traces` with `query`; then, when `chosen` is given, find those patterns'
+    /// occurrences with `cap`.
+    fn counted_and_found(
+        traces: &[Vec<&str>],
+        query: &CountingQuery,
+        chosen: &[Vec<String>],
+        cap: Option<usize>,
+    ) -> (Vec<CountedPattern>, Vec<SampledOccurrences>) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("a runtime");
@@ -400,12 +707,81 @@ mod tests {
             context
                 .register_table(steps::TABLE, Arc::new(steps_table(traces)))
                 .expect("registered");
-            let mut rows = frequent_rows(&context, steps::TABLE, query)
+            let mut counted = frequent_rows(&context, steps::TABLE, query)
                 .await
                 .expect("counted");
-            rows.sort();
-            rows
+            let found = if chosen.is_empty() {
+                Vec::new()
+            } else {
+                chosen_occurrences(&context, &counted.tool_names, chosen, cap)
+                    .await
+                    .expect("found")
+            };
+            release(&context);
+            counted.rows.sort();
+            (counted.rows, found)
         })
+    }
+
+    fn counted(traces: &[Vec<&str>], query: &CountingQuery) -> Vec<CountedPattern> {
+        counted_and_found(traces, query, &[], None).0
+    }
+
+    #[test]
+    fn chosen_occurrences_are_every_start_in_storage_order_sampled_as_in_process() {
+        let traces: Vec<Vec<&str>> = vec![
+            vec!["a", "b", "c", "a", "b", "c", "d"],
+            vec!["a", "b", "b", "b", "c"],
+            vec!["x"],
+            vec!["c", "d", "a", "b", "c"],
+            vec!["b", "b", "b", "b"],
+            vec!["a", "b", "c", "d"],
+        ];
+        let chosen: Vec<Vec<String>> = [
+            &["a", "b", "c"][..],
+            &["b", "b"],
+            &["a", "b"],
+            &["nope", "a"],
+        ]
+        .iter()
+        .map(|p| p.iter().map(|t| t.to_string()).collect())
+        .collect();
+        // Every start, by brute force, in (trace, place) order.
+        let every: Vec<Vec<(u64, u32)>> = chosen
+            .iter()
+            .map(|pattern| {
+                let mut starts = Vec::new();
+                for (t, tools) in traces.iter().enumerate() {
+                    for (i, window) in tools.windows(pattern.len()).enumerate() {
+                        if window.iter().zip(pattern).all(|(a, b)| a == b) {
+                            starts.push((t as u64, i as u32));
+                        }
+                    }
+                }
+                starts
+            })
+            .collect();
+        assert_eq!(
+            every[1].len(),
+            5,
+            "overlapping runs count: b b b twice, b b b b thrice"
+        );
+        let query = CountingQuery::new(1, 1, 4);
+        for cap in [None, Some(1), Some(2), Some(3), Some(100)] {
+            let (_, found) = counted_and_found(&traces, &query, &chosen, cap);
+            for (pattern, (found, every)) in found.iter().zip(&every).enumerate() {
+                let expected: Vec<(u64, u32)> = match cap {
+                    Some(cap) if every.len() > cap => {
+                        crate::candidate::even_positions(every.len(), cap)
+                            .map(|i| every[i])
+                            .collect()
+                    }
+                    _ => every.clone(),
+                };
+                assert_eq!(found.sample, expected, "pattern {pattern}, cap {cap:?}");
+                assert_eq!(found.total, every.len() as u64, "pattern {pattern}");
+            }
+        }
     }
 
     #[test]

@@ -25,9 +25,13 @@ use chainweaver_recorder::model::candidate::PatternSummary;
 use self::sql::CountedPattern;
 
 /// Counted patterns as `mine` stores them, best-ranked first: by the round trips a flow would
-/// save (`support x (length - 1)`), then longer first, then by tool names. Support per day is
-/// left empty: the engine path does not count it.
-pub fn ranked_summaries(counted: Vec<CountedPattern>) -> Vec<PatternSummary> {
+/// save (`support x (length - 1)`), then longer first, then by the tools as `tie` orders them
+/// (the in-process miner: by the order each tool first appears in the mined traces). Support
+/// per day is left empty: the engine path does not count it.
+pub fn ranked_summaries(
+    counted: Vec<CountedPattern>,
+    tie: impl Fn(&[String], &[String]) -> std::cmp::Ordering,
+) -> Vec<PatternSummary> {
     let mut summaries: Vec<PatternSummary> = counted
         .into_iter()
         .map(|pattern| {
@@ -46,7 +50,7 @@ pub fn ranked_summaries(counted: Vec<CountedPattern>) -> Vec<PatternSummary> {
         b.round_trips_saved
             .cmp(&a.round_trips_saved)
             .then(b.tools.len().cmp(&a.tools.len()))
-            .then(a.tools.cmp(&b.tools))
+            .then_with(|| tie(&a.tools, &b.tools))
     });
     summaries
 }
