@@ -256,6 +256,8 @@ pub struct CountedElsewhere {
 pub struct ChosenSample {
     pub total: usize,
     pub sample: Vec<(usize, usize)>,
+    /// Distinct traces holding an occurrence, by the day of each trace's first timed step.
+    pub support_by_day: BTreeMap<String, usize>,
 }
 
 /// How many occurrences of a pattern binding inference reads at most (`None`: all).
@@ -453,9 +455,8 @@ impl ChainAnalyzer {
     /// Candidates for patterns counted elsewhere (a query engine over the store's step
     /// columns), from the occurrences it sampled: the rest is [`ChainAnalyzer::analyze_store`]'s,
     /// with the same rules for what is loaded and how tools are profiled, and loop candidates'
-    /// runs counted in one pass over the mined traces' tool names. Support per day is not
-    /// counted on this path (the counts carry none), so it stays empty where a sample stands
-    /// for the pattern.
+    /// runs counted in one pass over the mined traces' tool names. Where a sample stands for a
+    /// pattern, its support per day is the one counted with the pattern.
     pub fn candidates_from_counts(
         &self,
         store: &dyn TraceStore,
@@ -492,6 +493,7 @@ impl ChainAnalyzer {
                     total: found.total,
                     support: pattern.support as usize,
                     traces: Vec::new(),
+                    support_by_day: Some(found.support_by_day),
                 }
             })
             .collect();
@@ -697,6 +699,7 @@ impl ChainAnalyzer {
                     } else {
                         Vec::new()
                     },
+                    support_by_day: None,
                 }
             })
             .collect()
@@ -1108,6 +1111,8 @@ struct ChosenPattern {
     /// Trace of every occurrence (kept only when sampled or when the probe may sample it, for
     /// support per day).
     traces: Vec<usize>,
+    /// Support per day counted elsewhere (an engine), instead of from `traces`.
+    support_by_day: Option<BTreeMap<String, usize>>,
 }
 
 /// Loose link share the probe asks of a source: well under `InferConfig::min_confidence`, so
@@ -1136,13 +1141,16 @@ impl ChosenPattern {
         evidence.support = self.support;
         evidence.occurrences = self.total;
         evidence.round_trips_saved = full_saved;
-        evidence.support_by_day = days
-            .support_by_day([self.traces.iter().copied()])
-            .pop()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(day, n)| (day, n as usize))
-            .collect();
+        evidence.support_by_day = match &self.support_by_day {
+            Some(by_day) => by_day.clone(),
+            None => days
+                .support_by_day([self.traces.iter().copied()])
+                .pop()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(day, n)| (day, n as usize))
+                .collect(),
+        };
         candidate.sample = Some(InferenceSample {
             read,
             unlinked_in_probe: unlinked.to_vec(),

@@ -91,10 +91,10 @@ pub struct MineArgs {
     /// Where the support counting runs. `datafusion` counts the closed contiguous patterns as
     /// Apache DataFusion query plans over the store's Parquet files in place (a SQLite store
     /// through its tool-name columns) and samples the occurrences of the best-ranked there;
-    /// bindings are inferred from that sample in-process and the candidates stored, as without
-    /// an engine (support per day is not counted). `ballista` runs the counting plans on a
-    /// Ballista cluster (see --scheduler) and prints the patterns, storing nothing. Need a
-    /// build with the `datafusion` or `ballista` feature.
+    /// bindings are inferred from that sample in-process and the candidates stored, the same
+    /// as without an engine. `ballista` runs the counting plans on a Ballista cluster (see
+    /// --scheduler) and prints the patterns, storing nothing. Need a build with the
+    /// `datafusion` or `ballista` feature.
     #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["max_gap", "any_gap", "count_only", "emit_sql"])]
     pub engine: Engine,
     /// With --engine ballista: the cluster's scheduler, e.g. `df://localhost:50050`. Its

@@ -127,6 +127,7 @@ fn engine_mine(
     let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
     let choose = Choose {
         max_candidates: config.max_candidates,
+        max_dated: config.max_dated_patterns,
         cap: inference_cap(config, stream),
     };
     progress.begin("counting patterns", None, Unit::Items);
@@ -159,6 +160,11 @@ fn engine_mine(
                     .map(|(trace, start)| {
                         (usize::try_from(trace).unwrap_or(usize::MAX), start as usize)
                     })
+                    .collect(),
+                support_by_day: c
+                    .support_by_day
+                    .into_iter()
+                    .map(|(day, n)| (day, usize::try_from(n).unwrap_or(usize::MAX)))
                     .collect(),
             })
             .collect(),

@@ -400,28 +400,24 @@ fn datafusion_counts_the_patterns_mine_stores_from_parquet_files_and_from_sqlite
 }
 
 /// What `mine --format json` says that does not depend on how long it took: the counts, the
-/// ranked patterns (tools, support, occurrences, in order) and the candidates whole, except the
-/// support per day of a candidate inferred from a sample, which the engine path does not count.
+/// ranked patterns (tools, support, occurrences, support per day, in order) and the candidates
+/// whole.
 #[cfg(feature = "datafusion")]
 fn mined_result(output: &Value) -> Value {
     let patterns: Vec<Value> = output["patterns"]
         .as_array()
         .expect("patterns")
         .iter()
-        .map(|p| serde_json::json!([p["tools"], p["support"], p["occurrences"]]))
-        .collect();
-    let candidates: Vec<Value> = output["candidates"]
-        .as_array()
-        .expect("candidates")
-        .iter()
-        .map(|c| {
-            let mut c = c.clone();
-            if !c["sample"].is_null() {
-                c["evidence"]["support_by_day"] = Value::Null;
-            }
-            c
+        .map(|p| {
+            serde_json::json!([
+                p["tools"],
+                p["support"],
+                p["occurrences"],
+                p["support_by_day"]
+            ])
         })
         .collect();
+    let candidates = output["candidates"].clone();
     serde_json::json!({
         "traces": output["traces"],
         "held_out_traces": output["held_out_traces"],
@@ -447,6 +443,12 @@ fn assert_same_candidates(dir: &Path, store: &str, flags: &[&str]) -> usize {
     assert_eq!(engine["engine"], "datafusion");
     let (expected, found) = (mined_result(&in_process), mined_result(&engine));
     let candidates = expected["candidates"].as_array().unwrap().len();
+    let sampled = expected["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| !c["sample"].is_null())
+        .count();
     assert!(candidates > 0, "no candidates on {store} with {flags:?}");
     if expected != found {
         let (e, f) = (&expected["candidates"], &found["candidates"]);
@@ -462,6 +464,10 @@ fn assert_same_candidates(dir: &Path, store: &str, flags: &[&str]) -> usize {
             found["distinct_tools"],
         );
     }
+    assert!(
+        sampled > 0 || !flags.contains(&"--sample"),
+        "no candidate inferred from a sample on {store} with {flags:?}"
+    );
     // What is stored is what was printed: the engine ran last.
     let listed = json_ok(
         dir,

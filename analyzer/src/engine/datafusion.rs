@@ -23,10 +23,11 @@ use chainweaver_recorder::model::candidate::PatternSummary;
 use chainweaver_recorder::model::dataset::steps;
 use chainweaver_recorder::store::TraceStore;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringBuilder, UInt32Builder,
+    Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringBuilder, TimestampNanosecondBuilder,
+    UInt32Builder,
 };
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
@@ -135,6 +136,8 @@ pub struct MinedTraces<'a> {
 pub struct Choose {
     /// How many of the best-ranked patterns.
     pub max_candidates: usize,
+    /// Support per day is counted for this many best-ranked patterns (and the chosen ones).
+    pub max_dated: usize,
     /// At most this many occurrences of each, spread evenly (`None`: all).
     pub cap: Option<usize>,
 }
@@ -142,7 +145,8 @@ pub struct Choose {
 /// What an engine found.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineMined {
-    /// The reported patterns, best-ranked first (as the in-process miner ranks them).
+    /// The reported patterns, best-ranked first (as the in-process miner ranks them), with
+    /// [`Choose`] the first `max_dated` with their support per day.
     pub patterns: Vec<PatternSummary>,
     /// With [`Choose`]: the occurrences of the first `max_candidates` of `patterns`, in order.
     pub chosen: Vec<SampledOccurrences>,
@@ -274,15 +278,28 @@ impl Plans<'_> {
             reported_patterns(self.query, counted.rows, self.reported),
             |a, b| a.iter().map(|t| rank(t)).cmp(b.iter().map(|t| rank(t))),
         );
+        let mut patterns = patterns;
         let chosen = match self.choose {
             Some(choose) => {
-                let tools: Vec<Vec<String>> = patterns
+                let located: Vec<Vec<String>> = patterns
                     .iter()
-                    .take(choose.max_candidates)
+                    .take(choose.max_dated.max(choose.max_candidates))
                     .map(|p| p.tools.clone())
                     .collect();
-                extend::chosen_occurrences(&context, &counted.tool_names, &tools, choose.cap)
-                    .await?
+                extend::register_trace_days(&context, steps::TABLE).await?;
+                let wanted = extend::Wanted {
+                    located: &located,
+                    chosen: choose.max_candidates.min(located.len()),
+                    cap: choose.cap,
+                };
+                let found =
+                    extend::located_occurrences(&context, &counted.tool_names, &wanted).await?;
+                for (pattern, by_day) in
+                    patterns.iter_mut().zip(found.by_day).take(choose.max_dated)
+                {
+                    pattern.support_by_day = by_day;
+                }
+                found.chosen
             }
             None => Vec::new(),
         };
@@ -409,10 +426,11 @@ async fn register_mined_steps(
         .register_table("mined_traces", Arc::new(table))
         .map_err(text)?;
     let view = format!(
-        "SELECT s.{id}, s.{index}, s.{tool}, m.{ordinal} FROM {all_steps} s JOIN mined_traces m ON s.{id} = m.{id}",
+        "SELECT s.{id}, s.{index}, s.{tool}, s.{started}, m.{ordinal} FROM {all_steps} s JOIN mined_traces m ON s.{id} = m.{id}",
         id = steps::TRACE_ID,
         index = steps::STEP_INDEX,
         tool = steps::TOOL_NAME,
+        started = steps::STARTED_AT,
         ordinal = extend::ORDINAL,
     );
     let frame = context.sql(&view).await.map_err(text)?;
@@ -481,12 +499,18 @@ fn read_level(
     Ok(())
 }
 
-/// `trace_id`, `step_index`, `tool_name`: the columns the counting reads.
+/// `trace_id`, `step_index`, `tool_name`: the columns the counting reads; and `started_at`,
+/// which dates the traces for support per day.
 pub(super) fn stream_schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
         Field::new(steps::TRACE_ID, DataType::Utf8, false),
         Field::new(steps::STEP_INDEX, DataType::UInt32, false),
         Field::new(steps::TOOL_NAME, DataType::Utf8, false),
+        Field::new(
+            steps::STARTED_AT,
+            DataType::Timestamp(TimeUnit::Nanosecond, Some("UTC".into())),
+            true,
+        ),
     ]))
 }
 
@@ -509,6 +533,9 @@ fn stream_batches(store: &dyn TraceStore, runner: &Runner) -> Result<Vec<RecordB
         columns.ids.append_value(step.trace_id);
         columns.indexes.append_value(place);
         columns.tools.append_value(step.tool_name);
+        columns
+            .started
+            .append_option(step.started_at.and_then(|t| t.timestamp_nanos_opt()));
         columns.rows += 1;
         if columns.rows == BATCH_ROWS {
             match std::mem::take(&mut columns).finish() {
@@ -539,6 +566,7 @@ struct StreamColumns {
     ids: StringBuilder,
     indexes: UInt32Builder,
     tools: StringBuilder,
+    started: TimestampNanosecondBuilder,
     rows: usize,
 }
 
@@ -550,6 +578,7 @@ impl StreamColumns {
                 Arc::new(self.ids.finish()),
                 Arc::new(self.indexes.finish()),
                 Arc::new(self.tools.finish()),
+                Arc::new(self.started.finish().with_timezone("UTC")),
             ],
         )
     }

@@ -20,11 +20,11 @@
 //! prefix, so nothing is lost; the counts are the ones [`CountingQuery::level_sql`] gives.
 //!
 //! The occurrences of the patterns chosen to become candidates are then found the same way,
-//! along the prefixes of those patterns only ([`chosen_occurrences`]), and an evenly spread
+//! along the prefixes of those patterns only ([`located_occurrences`]), and an evenly spread
 //! sample of each is taken in the plan, ordered by `pos`: storage order, as the in-process
 //! miner samples.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chainweaver_recorder::model::dataset::steps;
@@ -58,7 +58,7 @@ struct Extension {
 }
 
 /// What [`frequent_rows`] counted; the session keeps `numbered` and the tool numbers for
-/// [`chosen_occurrences`] until [`release`].
+/// [`located_occurrences`] until [`release`].
 pub(super) struct Counted {
     pub rows: Vec<CountedPattern>,
     /// Tool names by number.
@@ -126,7 +126,7 @@ pub(super) async fn frequent_rows(
 
 /// Let go of the tables [`frequent_rows`] kept.
 pub(super) fn release(context: &SessionContext) {
-    for table in [NUMBERED, TOOL_IDS, TRAIL, STEPPED] {
+    for table in [NUMBERED, TOOL_IDS, TRAIL, STEPPED, TRACE_DAYS] {
         let _ = context.deregister_table(table);
     }
 }
@@ -177,46 +177,80 @@ pub(super) async fn first_seen(
         .collect())
 }
 
-/// One chosen pattern's occurrences: how many, and the sample inference reads.
+/// One chosen pattern's occurrences: how many, the sample inference reads, and the distinct
+/// traces per day.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SampledOccurrences {
     pub total: u64,
     /// `(trace ordinal, place of the first step)`, in storage order: every occurrence, or
     /// `cap` spread evenly over them as the in-process miner picks them.
     pub sample: Vec<(u64, u32)>,
+    /// Distinct traces holding an occurrence, by the UTC day (`YYYY-MM-DD`) of each trace's
+    /// first timed step.
+    pub support_by_day: BTreeMap<String, u64>,
 }
 
 const TRAIL: &str = "chosen_trail";
 const STEPPED: &str = "chosen_steps";
 const FOUND: &str = "chosen_found";
+const TRACE_DAYS: &str = "trace_days";
 
-/// The occurrences of each of `chosen` (patterns as tool names) among the numbered steps:
-/// the count and, when `cap` is given, `cap` of them spread evenly (all when there are no
-/// more), chosen in the plan so only the sample comes back.
+/// What [`located_occurrences`] looks for.
+pub(super) struct Wanted<'a> {
+    /// Patterns (tool names) whose support per day is counted.
+    pub located: &'a [Vec<String>],
+    /// The first this many of them are also sampled, for candidates.
+    pub chosen: usize,
+    /// At most this many occurrences of each chosen pattern (`None`: all).
+    pub cap: Option<usize>,
+}
+
+/// What [`located_occurrences`] found.
+pub(super) struct Located {
+    /// Per located pattern: distinct traces per day.
+    pub by_day: Vec<BTreeMap<String, u64>>,
+    /// Per chosen pattern.
+    pub chosen: Vec<SampledOccurrences>,
+}
+
+/// The occurrences of each located pattern among the numbered steps, counted by day, and for
+/// the chosen ones the count and, when `cap` is given, `cap` of them spread evenly (all when
+/// there are no more), chosen in the plan so only the sample comes back.
 ///
 /// The patterns' prefixes form a tree; level by level, the start positions reaching a prefix
 /// are extended by the step after them (an integer join, as for counting), and those reaching a
 /// whole pattern are kept.
-pub(super) async fn chosen_occurrences(
+pub(super) async fn located_occurrences(
     context: &SessionContext,
     tool_names: &[String],
-    chosen: &[Vec<String>],
-    cap: Option<usize>,
-) -> Result<Vec<SampledOccurrences>, String> {
-    let mut out = vec![SampledOccurrences::default(); chosen.len()];
-    let tree = PrefixTree::of(chosen, tool_names);
+    wanted: &Wanted<'_>,
+) -> Result<Located, String> {
+    let mut found = Located {
+        by_day: vec![BTreeMap::new(); wanted.located.len()],
+        chosen: vec![SampledOccurrences::default(); wanted.chosen],
+    };
+    let tree = PrefixTree::of(wanted.located, tool_names);
     let found_levels = walk_prefixes(context, &tree).await?;
     if found_levels.is_empty() {
-        return Ok(out);
+        return Ok(found);
     }
     let union = found_levels
         .iter()
         .map(|table| format!("SELECT pos, pattern FROM {table}"))
         .collect::<Vec<_>>()
         .join(" UNION ALL ");
+    let days = run(
+        context,
+        &format!(
+            "SELECT f.pattern, d.day, COUNT(DISTINCT f.pos / {TRACE_STRIDE}) AS traces
+FROM ({union}) f JOIN {TRACE_DAYS} d ON d.{ORDINAL} = f.pos / {TRACE_STRIDE}
+GROUP BY f.pattern, d.day"
+        ),
+    )
+    .await;
     // Item `i` of `total` is taken when it is the first at or past one of `cap` even marks
     // (`candidate::even_positions`): when `i * cap / total` steps past `(i - 1) * cap / total`.
-    let taken = match cap {
+    let taken = match wanted.cap {
         Some(cap) => {
             let cap = cap.max(1);
             format!(
@@ -225,29 +259,85 @@ pub(super) async fn chosen_occurrences(
         }
         None => String::new(),
     };
-    let sql = format!(
-        "SELECT pattern, pos, total FROM (
+    let sample = if wanted.chosen == 0 {
+        Ok(Vec::new())
+    } else {
+        let sql = format!(
+            "SELECT pattern, pos, total FROM (
   SELECT pattern, pos,
     CAST(ROW_NUMBER() OVER (PARTITION BY pattern ORDER BY pos) AS BIGINT) - 1 AS i,
     CAST(COUNT(*) OVER (PARTITION BY pattern) AS BIGINT) AS total
-  FROM ({union}) found
-) numbered_found {taken}"
-    );
-    let batches = run(context, &sql).await;
+  FROM ({union}) found WHERE pattern < {chosen}
+) numbered_found {taken}",
+            chosen = wanted.chosen
+        );
+        run(context, &sql).await
+    };
     for table in &found_levels {
-        let _ = context.deregister_table(table);
+        let _ = context.deregister_table(table.as_str());
     }
     let _ = context.deregister_table(TRAIL);
-    for batch in batches? {
-        read_sample(&batch, &mut out)?;
+    for batch in days? {
+        read_days(&batch, &mut found.by_day)?;
     }
-    for slot in &mut out {
+    for batch in sample? {
+        read_sample(&batch, &mut found.chosen)?;
+    }
+    for (slot, by_day) in found.chosen.iter_mut().zip(&found.by_day) {
         slot.sample.sort_unstable();
+        slot.support_by_day = by_day.clone();
     }
-    Ok(out)
+    Ok(found)
 }
 
-/// The chosen patterns' prefixes as a tree of tool numbers; node 0 is the root.
+/// Register `trace_days (trace ordinal, day)`: the UTC day of each trace's first timed step
+/// (by step index), as the in-process miner dates traces; traces without one are left out.
+pub(super) async fn register_trace_days(
+    context: &SessionContext,
+    relation: &str,
+) -> Result<(), String> {
+    let sql = format!(
+        "SELECT s.{ORDINAL}, to_char(CAST(s.{started} AS DATE), '%Y-%m-%d') AS day
+FROM {relation} s
+JOIN (SELECT {ORDINAL}, MIN({index}) AS first FROM {relation} WHERE {started} IS NOT NULL GROUP BY {ORDINAL}) f
+  ON s.{ORDINAL} = f.{ORDINAL} AND s.{index} = f.first",
+        index = steps::STEP_INDEX,
+        started = steps::STARTED_AT,
+    );
+    let _ = context.deregister_table(TRACE_DAYS);
+    materialize(context, &sql, TRACE_DAYS).await
+}
+
+/// Add the rows of one result batch (`pattern`, `day`, `traces`) to `by_day`.
+fn read_days(batch: &RecordBatch, by_day: &mut [BTreeMap<String, u64>]) -> Result<(), String> {
+    let column = |i: usize, to: &DataType| -> Result<ArrayRef, String> {
+        cast(batch.column(i), to).map_err(|e| e.to_string())
+    };
+    let (pattern, day, traces) = (
+        column(0, &DataType::UInt32)?,
+        column(1, &DataType::Utf8)?,
+        column(2, &DataType::Int64)?,
+    );
+    let (pattern, day, traces) = (
+        pattern.as_primitive::<UInt32Type>(),
+        day.as_string::<i32>(),
+        traces.as_primitive::<Int64Type>(),
+    );
+    for row in 0..batch.num_rows() {
+        let slot = by_day
+            .get_mut(pattern.value(row) as usize)
+            .ok_or_else(|| format!("no located pattern {}", pattern.value(row)))?;
+        if !day.is_null(row) {
+            slot.insert(
+                day.value(row).to_string(),
+                u64::try_from(traces.value(row)).unwrap_or(0),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The located patterns' prefixes as a tree of tool numbers; node 0 is the root.
 struct PrefixTree {
     /// Per depth: `(parent, tool, node)` of each prefix of that length plus one.
     levels: Vec<Vec<(u32, u32, u32)>>,
@@ -640,20 +730,34 @@ mod tests {
             .collect()
     }
 
-    /// The traces as a `steps` table (with each trace's ordinal), rows shuffled and step indexes
-    /// spaced out, so the numbering must come from the order of `step_index` and not from the
-    /// rows' order.
+    /// Start of step `i` of trace `t`: trace `t` on day `t % 3` from 2026-11-01 (UTC), but
+    /// trace 2 untimed and the first step of trace 3 untimed (its second dates it, a day later).
+    fn started(t: usize, i: usize) -> Option<i64> {
+        const DAY: i64 = 86_400 * 1_000_000_000;
+        const NOV_1: i64 = 1_793_491_200 * 1_000_000_000;
+        match (t, i) {
+            (2, _) | (3, 0) => None,
+            (3, _) => Some(NOV_1 + 4 * DAY + i as i64),
+            _ => Some(NOV_1 + (t % 3) as i64 * DAY + 3_600_000_000_000 * i as i64),
+        }
+    }
+
+    /// The traces as a `steps` table (with each trace's ordinal and start times), rows
+    /// shuffled and step indexes spaced out, so the numbering must come from the order of
+    /// `step_index` and not from the rows' order.
     fn steps_table(traces: &[Vec<&str>]) -> MemTable {
-        let mut rows: Vec<(String, u32, String, i64)> = traces
+        let mut rows: Vec<(String, u32, String, i64, Option<i64>)> = traces
             .iter()
             .enumerate()
             .flat_map(|(t, tools)| {
                 tools.iter().enumerate().map(move |(i, tool)| {
+                    let index = i as u32 * 3 + 1;
                     (
                         format!("trace-{t}"),
-                        i as u32 * 3 + 1,
+                        index,
                         tool.to_string(),
                         t as i64,
+                        started(t, i),
                     )
                 })
             })
@@ -669,12 +773,13 @@ mod tests {
         fields.push(Field::new(ORDINAL, DataType::Int64, false));
         let schema = Arc::new(Schema::new(fields));
         let (mut ids, mut tools) = (StringBuilder::new(), StringBuilder::new());
-        let (mut indexes, mut ordinals) = (Vec::new(), Vec::new());
-        for (id, index, tool, ordinal) in &rows {
+        let (mut indexes, mut ordinals, mut starts) = (Vec::new(), Vec::new(), Vec::new());
+        for (id, index, tool, ordinal, start) in &rows {
             ids.append_value(id);
             indexes.push(*index);
             tools.append_value(tool);
             ordinals.push(*ordinal);
+            starts.push(*start);
         }
         let batch = RecordBatch::try_new(
             schema.clone(),
@@ -682,21 +787,24 @@ mod tests {
                 Arc::new(ids.finish()) as ArrayRef,
                 Arc::new(UInt32Array::from(indexes)),
                 Arc::new(tools.finish()),
+                Arc::new(
+                    datafusion::arrow::array::TimestampNanosecondArray::from(starts)
+                        .with_timezone("UTC"),
+                ),
                 Arc::new(datafusion::arrow::array::Int64Array::from(ordinals)),
             ],
         )
-        .expect("a batch of four columns");
+        .expect("a batch of five columns");
         MemTable::try_new(schema, vec![vec![batch]]).expect("a table")
     }
 
-    /// Count `traces` with `query`; then, when `chosen` is given, find those patterns'
-    /// occurrences with `cap`.
+    /// Count `traces` with `query`; then, when `located` is given, find those patterns'
+    /// occurrences (the first `chosen` sampled with `cap`).
     fn counted_and_found(
         traces: &[Vec<&str>],
         query: &CountingQuery,
-        chosen: &[Vec<String>],
-        cap: Option<usize>,
-    ) -> (Vec<CountedPattern>, Vec<SampledOccurrences>) {
+        wanted: &Wanted<'_>,
+    ) -> (Vec<CountedPattern>, Option<Located>) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("a runtime");
@@ -710,12 +818,17 @@ mod tests {
             let mut counted = frequent_rows(&context, steps::TABLE, query)
                 .await
                 .expect("counted");
-            let found = if chosen.is_empty() {
-                Vec::new()
+            let found = if wanted.located.is_empty() {
+                None
             } else {
-                chosen_occurrences(&context, &counted.tool_names, chosen, cap)
+                register_trace_days(&context, steps::TABLE)
                     .await
-                    .expect("found")
+                    .expect("days");
+                Some(
+                    located_occurrences(&context, &counted.tool_names, wanted)
+                        .await
+                        .expect("found"),
+                )
             };
             release(&context);
             counted.rows.sort();
@@ -724,11 +837,16 @@ mod tests {
     }
 
     fn counted(traces: &[Vec<&str>], query: &CountingQuery) -> Vec<CountedPattern> {
-        counted_and_found(traces, query, &[], None).0
+        let nothing = Wanted {
+            located: &[],
+            chosen: 0,
+            cap: None,
+        };
+        counted_and_found(traces, query, &nothing).0
     }
 
     #[test]
-    fn chosen_occurrences_are_every_start_in_storage_order_sampled_as_in_process() {
+    fn located_occurrences_are_dated_by_trace_and_sampled_in_storage_order_as_in_process() {
         let traces: Vec<Vec<&str>> = vec![
             vec!["a", "b", "c", "a", "b", "c", "d"],
             vec!["a", "b", "b", "b", "c"],
@@ -766,10 +884,39 @@ mod tests {
             5,
             "overlapping runs count: b b b twice, b b b b thrice"
         );
+        // Distinct traces by day of their first timed step (trace 2 has none).
+        let days = |starts: &[(u64, u32)]| {
+            let mut by_day: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
+            for &(t, _) in starts {
+                let day = match t {
+                    2 => continue,
+                    3 => "2026-11-05".to_string(),
+                    t => format!("2026-11-0{}", 1 + t % 3),
+                };
+                by_day.entry(day).or_default().insert(t);
+            }
+            by_day
+                .into_iter()
+                .map(|(day, traces)| (day, traces.len() as u64))
+                .collect::<BTreeMap<String, u64>>()
+        };
         let query = CountingQuery::new(1, 1, 4);
         for cap in [None, Some(1), Some(2), Some(3), Some(100)] {
-            let (_, found) = counted_and_found(&traces, &query, &chosen, cap);
-            for (pattern, (found, every)) in found.iter().zip(&every).enumerate() {
+            // The last pattern is located (dated) but not chosen.
+            let wanted = Wanted {
+                located: &chosen,
+                chosen: chosen.len() - 1,
+                cap,
+            };
+            let found = counted_and_found(&traces, &query, &wanted)
+                .1
+                .expect("found");
+            assert_eq!(found.chosen.len(), chosen.len() - 1);
+            for (pattern, by_day) in found.by_day.iter().enumerate() {
+                assert_eq!(*by_day, days(&every[pattern]), "pattern {pattern}");
+            }
+            for (pattern, (found, every)) in found.chosen.iter().zip(&every).enumerate() {
+                assert_eq!(found.support_by_day, days(every), "pattern {pattern}");
                 let expected: Vec<(u64, u32)> = match cap {
                     Some(cap) if every.len() > cap => {
                         crate::candidate::even_positions(every.len(), cap)

@@ -27,7 +27,7 @@ use self::sql::CountedPattern;
 /// Counted patterns as `mine` stores them, best-ranked first: by the round trips a flow would
 /// save (`support x (length - 1)`), then longer first, then by the tools as `tie` orders them
 /// (the in-process miner: by the order each tool first appears in the mined traces). Support
-/// per day is left empty: the engine path does not count it.
+/// per day is left empty (the embedded engine adds it for the best-ranked).
 pub fn ranked_summaries(
     counted: Vec<CountedPattern>,
     tie: impl Fn(&[String], &[String]) -> std::cmp::Ordering,

@@ -9,4 +9,6 @@ pub mod steps {
     pub const TRACE_ID: &str = "trace_id";
     pub const STEP_INDEX: &str = "step_index";
     pub const TOOL_NAME: &str = "tool_name";
+    /// When the call started (UTC); a trace is dated by its first timed step.
+    pub const STARTED_AT: &str = "started_at";
 }
