@@ -549,6 +549,116 @@ fn datafusion_mining_proposes_the_candidates_the_in_process_miner_proposes() {
     );
 }
 
+/// `python3` with pyarrow, or `None` (skip); under CI (`CI` set) it must be there.
+#[cfg(feature = "datafusion")]
+#[allow(clippy::print_stderr)]
+fn python_with_pyarrow() -> bool {
+    let found = Command::new("python3")
+        .args(["-c", "import pyarrow"])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but python3 lacks pyarrow (pip install -r .ci/requirements.txt)"
+        );
+        eprintln!("skipping: python3 has no pyarrow");
+    }
+    found
+}
+
+#[cfg(feature = "datafusion")]
+#[test]
+fn a_part_without_a_column_the_engine_reads_is_named_and_a_retry_after_repair_works() {
+    if !python_with_pyarrow() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = "generated.parquet";
+    generated_parquet_store(dir.path(), store, "200", "8");
+    let part = std::fs::read_dir(dir.path().join(store).join("steps"))
+        .unwrap()
+        .flat_map(|day| std::fs::read_dir(day.unwrap().path()).unwrap())
+        .map(|file| file.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "parquet"))
+        .max()
+        .expect("a steps part");
+    let good = std::fs::read(&part).unwrap();
+    let mine = |dir: &Path| {
+        chainweaver(
+            dir,
+            &[
+                "-q",
+                "--store",
+                store,
+                "--format",
+                "json",
+                "mine",
+                "--engine",
+                "datafusion",
+            ],
+        )
+    };
+    let expected = mine(dir.path());
+    assert!(expected.status.success());
+    let stored = |dir: &Path| {
+        json_ok(
+            dir,
+            &[
+                "-q",
+                "--store",
+                store,
+                "--format",
+                "json",
+                "candidates",
+                "list",
+            ],
+        )
+    };
+    let before = stored(dir.path());
+    // The same rows, rewritten by another writer without one column.
+    let dropped = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, pyarrow.parquet as pq; \
+             t = pq.read_table(sys.argv[1]); \
+             pq.write_table(t.drop([sys.argv[2]]), sys.argv[1], compression='zstd')",
+        ])
+        .arg(&part)
+        .arg("tool_name")
+        .output()
+        .expect("python3 runs");
+    assert!(
+        dropped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dropped.stderr)
+    );
+    let failed = mine(dir.path());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success(), "{stderr}");
+    let name = part.file_name().unwrap().to_string_lossy();
+    assert!(
+        stderr.contains(name.as_ref()) && stderr.contains("`tool_name`"),
+        "the error names the file and the column: {stderr}"
+    );
+    assert_eq!(
+        stored(dir.path()),
+        before,
+        "the stored results are unchanged"
+    );
+    std::fs::write(&part, &good).unwrap();
+    let retried = mine(dir.path());
+    assert!(
+        retried.status.success(),
+        "{}",
+        String::from_utf8_lossy(&retried.stderr)
+    );
+    assert_eq!(
+        mined_result(&serde_json::from_slice(&retried.stdout).unwrap()),
+        mined_result(&serde_json::from_slice(&expected.stdout).unwrap())
+    );
+}
+
 #[cfg(feature = "datafusion")]
 #[test]
 fn a_corrupt_parquet_file_fails_the_engine_with_its_name_and_a_retry_after_repair_works() {

@@ -221,17 +221,30 @@ pub fn mine(
     })
 }
 
-/// The first file whose Parquet footer cannot be read, with the reason.
+/// The first file whose Parquet footer cannot be read, or that lacks a column the plans read,
+/// with the reason.
 fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
-    use datafusion::parquet::file::reader::SerializedFileReader;
+    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
     files.iter().find_map(|file| {
-        let why = match std::fs::File::open(file) {
-            Ok(handle) => SerializedFileReader::new(handle).err()?.to_string(),
-            Err(e) => e.to_string(),
+        let reader = match std::fs::File::open(file).map(SerializedFileReader::new) {
+            Ok(Ok(reader)) => reader,
+            Ok(Err(e)) => return Some((file.clone(), e.to_string())),
+            Err(e) => return Some((file.clone(), e.to_string())),
         };
-        Some((file.clone(), why))
+        let schema = reader.metadata().file_metadata().schema_descr_ptr();
+        let has = |name: &str| (0..schema.num_columns()).any(|i| schema.column(i).name() == name);
+        let missing = READ_COLUMNS.iter().find(|name| !has(name))?;
+        Some((file.clone(), format!("it has no `{missing}` column")))
     })
 }
+
+/// The `steps` columns the plans read.
+const READ_COLUMNS: [&str; 4] = [
+    steps::TRACE_ID,
+    steps::STEP_INDEX,
+    steps::TOOL_NAME,
+    steps::STARTED_AT,
+];
 
 /// One engine run's inputs.
 struct Plans<'a> {
