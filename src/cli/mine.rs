@@ -267,7 +267,7 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         split: Split::Holdout {
             percent: args.holdout.unwrap_or(0),
         },
-        miner: pipeline::Miner::InProcess,
+        ..MineRequest::default()
     };
     let (runner, engine) = runner(args)?;
     let bars = progress::Bars::new(global);

@@ -70,7 +70,7 @@ pub(super) fn mine_split(
         split: Some(split),
         ..StreamConfig::default()
     };
-    let outcome = match miner {
+    let mut outcome = match miner {
         Miner::InProcess => {
             progress.begin("mining", None, Unit::Items);
             let outcome = ChainAnalyzer::new(config.clone()).analyze_store(store, &stream);
@@ -80,7 +80,6 @@ pub(super) fn mine_split(
         #[cfg(feature = "datafusion")]
         Miner::Engine(runner) => engine_mine(store, config, &stream, split, runner, progress)?,
     };
-    let mut outcome = outcome;
     if outcome.traces == 0 {
         return Err(Error::NothingToMine {
             held_out: outcome.held_out_traces,
