@@ -410,32 +410,15 @@ impl ChainAnalyzer {
         let mined = self.mine_db(&db, &days)?;
         let mining_time = started.elapsed();
 
-        // When nothing is sampled in a store small enough, load every mined trace, so tools
-        // are profiled over all their calls exactly as the in-memory path does; otherwise read
-        // only the steps of the occurrences inference reads, as it asks for them.
         let started = Instant::now();
         let chosen = self.chosen_patterns(&db, mined.chosen, inference_cap(config, stream));
-        let sampled = chosen.iter().any(|c| c.sampled);
-        let whole_store = !sampled
-            && stream.filter == TraceFilter::default()
-            && db.num_steps() <= stream.profile_every_call_up_to;
-        let (built, loading) = if whole_store {
-            let loaded = load_mined(store, stream.split, trace_ids.len())?;
-            let loading = started.elapsed();
-            let built = build_chosen(&StepSource::InMemory(&loaded), chosen, &days, config, false);
-            parallel::drop_in_background(loaded);
-            (built?, loading)
-        } else {
-            let source = StepSource::Store {
-                store,
-                trace_ids: &trace_ids,
-                rows: &rows,
-                loading: Cell::new(Duration::ZERO),
-            };
-            let built = build_chosen(&source, chosen, &days, config, true)?;
-            (built, source.loading())
+        let mined_traces = MinedTraces {
+            trace_ids: &trace_ids,
+            rows: &rows,
+            steps: db.num_steps(),
         };
-        let (mut candidates, skipped) = built;
+        let ((mut candidates, skipped), loading) =
+            build_from_store(store, stream, &mined_traces, chosen, &days, config, started)?;
         let load_time = load_columns + loading;
         crate::loops::add_loop_candidates(&mut candidates, &db, config.max_gap.unwrap_or(0));
         Ok(MineOutcome {
@@ -511,27 +494,14 @@ impl ChainAnalyzer {
                 ),
             });
         }
-        let days = TraceDays::default();
-        let whole_store = !chosen.iter().any(|c| c.sampled)
-            && stream.filter == TraceFilter::default()
-            && steps <= stream.profile_every_call_up_to;
-        let (built, loading) = if whole_store {
-            let loaded = load_mined(store, stream.split, mined.len())?;
-            let loading = started.elapsed();
-            let built = build_chosen(&StepSource::InMemory(&loaded), chosen, &days, config, false);
-            parallel::drop_in_background(loaded);
-            (built?, loading)
-        } else {
-            let source = StepSource::Store {
-                store,
-                trace_ids: &mined,
-                rows: &[],
-                loading: Cell::new(Duration::ZERO),
-            };
-            let built = build_chosen(&source, chosen, &days, config, true)?;
-            (built, source.loading())
+        let mined_traces = MinedTraces {
+            trace_ids: &mined,
+            rows: &[],
+            steps,
         };
-        let (mut candidates, skipped) = built;
+        let days = TraceDays::default();
+        let ((mut candidates, skipped), loading) =
+            build_from_store(store, stream, &mined_traces, chosen, &days, config, started)?;
         let shapes = crate::loops::loop_shapes(&candidates, 0);
         let split = stream.split;
         let keep = move |id: &str| !split.is_some_and(|split| split.is_holdout(id));
@@ -775,6 +745,50 @@ fn read_filtered_sequences(store: &dyn TraceStore, stream: &StreamConfig) -> Res
         days: TraceDays::from_starts(starts.into_iter()),
         held_out_traces,
     })
+}
+
+/// The mined traces of a store as the streaming paths know them.
+struct MinedTraces<'a> {
+    /// Trace id of each sequence, in storage order.
+    trace_ids: &'a [String],
+    /// Where the store keeps each sequence's steps, when it says (else empty).
+    rows: &'a [Option<StepRows>],
+    /// Steps of the mined traces.
+    steps: usize,
+}
+
+/// Candidates for the chosen patterns of a store's mined traces, and the time spent reading
+/// since `started`. When nothing is sampled in a store small enough, every mined trace is
+/// loaded, so tools are profiled over all their calls exactly as the in-memory path does;
+/// otherwise only the steps of the occurrences inference reads are read, as it asks for them.
+fn build_from_store(
+    store: &dyn TraceStore,
+    stream: &StreamConfig,
+    mined: &MinedTraces<'_>,
+    chosen: Vec<ChosenPattern>,
+    days: &TraceDays,
+    config: &MineConfig,
+    started: Instant,
+) -> Result<((Vec<Candidate>, Skipped), Duration)> {
+    let whole_store = !chosen.iter().any(|c| c.sampled)
+        && stream.filter == TraceFilter::default()
+        && mined.steps <= stream.profile_every_call_up_to;
+    if whole_store {
+        let loaded = load_mined(store, stream.split, mined.trace_ids.len())?;
+        let loading = started.elapsed();
+        let built = build_chosen(&StepSource::InMemory(&loaded), chosen, days, config, false);
+        parallel::drop_in_background(loaded);
+        Ok((built?, loading))
+    } else {
+        let source = StepSource::Store {
+            store,
+            trace_ids: mined.trace_ids,
+            rows: mined.rows,
+            loading: Cell::new(Duration::ZERO),
+        };
+        let built = build_chosen(&source, chosen, days, config, true)?;
+        Ok((built, source.loading()))
+    }
 }
 
 /// Every mined trace, whole, in storage order (the order of the sequences).

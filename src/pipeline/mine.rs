@@ -91,6 +91,19 @@ pub(super) fn mine_split(
     Ok(outcome)
 }
 
+/// The store's trace ids `split` leaves to mining, in storage order, and the ones it holds out.
+#[cfg(feature = "datafusion")]
+fn split_trace_ids(
+    store: &dyn TraceStore,
+    split: Split,
+) -> Result<(Vec<String>, std::collections::HashSet<String>)> {
+    let (held, mined): (Vec<String>, Vec<String>) = store
+        .trace_ids()?
+        .into_iter()
+        .partition(|id| split.is_holdout(id));
+    Ok((mined, held.into_iter().collect()))
+}
+
 /// [`mine_split`] with the patterns counted and the chosen ones' occurrences sampled by
 /// DataFusion over the store's step columns; candidates are built in-process from the sample.
 #[cfg(feature = "datafusion")]
@@ -116,13 +129,7 @@ fn engine_mine(
         ));
     }
     let started = std::time::Instant::now();
-    let (mined, held_out): (Vec<String>, std::collections::HashSet<String>) = {
-        let (held, kept): (Vec<String>, Vec<String>) = store
-            .trace_ids()?
-            .into_iter()
-            .partition(|id| split.is_holdout(id));
-        (kept, held.into_iter().collect())
-    };
+    let (mined, held_out) = split_trace_ids(store, split)?;
     let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
     let choose = Choose {
         max_candidates: config.max_candidates,
@@ -192,11 +199,7 @@ pub fn engine_patterns(
     use chainweaver_analyzer::engine::sql::CountingQuery;
     let config = &request.config;
     let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
-    let (held, mined): (Vec<String>, Vec<String>) = store
-        .trace_ids()?
-        .into_iter()
-        .partition(|id| request.split.is_holdout(id));
-    let held_out: std::collections::HashSet<String> = held.into_iter().collect();
+    let (mined, held_out) = split_trace_ids(store, request.split)?;
     progress.begin("counting patterns", None, Unit::Items);
     let traces = MinedTraces {
         mined: &mined,

@@ -382,27 +382,6 @@ fn generated_parquet_store(dir: &Path, store: &str, traces: &str, seed: &str) {
 }
 
 #[cfg(feature = "datafusion")]
-#[test]
-fn datafusion_counts_the_patterns_mine_stores_from_parquet_files_and_from_sqlite() {
-    let Some(datasets) = shared_datasets() else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let source = datasets.join("tau-bench-retail");
-    for store in ["tau.parquet", "tau.db"] {
-        import_into(dir.path(), store, None, &source);
-        assert_datafusion_agrees(dir.path(), store, &[]);
-        // The traces a 20% hold-out keeps for verification are left out on both sides.
-        assert_datafusion_agrees(dir.path(), store, &["--holdout", "20"]);
-    }
-    generated_parquet_store(dir.path(), "generated.parquet", "800", "11");
-    assert_datafusion_agrees(dir.path(), "generated.parquet", &GENERATED_FLAGS);
-}
-
-/// What `mine --format json` says that does not depend on how long it took: the counts, the
-/// ranked patterns (tools, support, occurrences, support per day, in order) and the candidates
-/// whole.
-#[cfg(feature = "datafusion")]
 fn mined_result(output: &Value) -> Value {
     let patterns: Vec<Value> = output["patterns"]
         .as_array()
@@ -491,7 +470,7 @@ fn assert_same_candidates(dir: &Path, store: &str, flags: &[&str]) -> usize {
 
 #[cfg(feature = "datafusion")]
 #[test]
-fn datafusion_mining_proposes_the_candidates_the_in_process_miner_proposes() {
+fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_and_from_sqlite() {
     let Some(datasets) = shared_datasets() else {
         return;
     };
@@ -499,7 +478,9 @@ fn datafusion_mining_proposes_the_candidates_the_in_process_miner_proposes() {
     let source = datasets.join("tau-bench-retail");
     for store in ["tau.db", "tau.parquet"] {
         import_into(dir.path(), store, None, &source);
-        // Every occurrence read, tools profiled over every call (a small store).
+        // Every trace; then the traces a 20% hold-out keeps for verification left out on both
+        // sides. Every occurrence read, tools profiled over every call (a small store).
+        assert_same_candidates(dir.path(), store, &[]);
         assert_same_candidates(dir.path(), store, &["--holdout", "20"]);
         // Sampled: a few evenly spread occurrences, the probe first.
         assert_same_candidates(
@@ -540,7 +521,8 @@ fn datafusion_mining_proposes_the_candidates_the_in_process_miner_proposes() {
     assert_eq!(analyzed(&["--engine", "datafusion"]), in_process);
     // Generated loops, failures and interleaving over day partitions; loop candidates' runs
     // counted over the mined traces.
-    generated_parquet_store(dir.path(), "generated.parquet", "600", "5");
+    generated_parquet_store(dir.path(), "generated.parquet", "800", "11");
+    assert_datafusion_agrees(dir.path(), "generated.parquet", &GENERATED_FLAGS);
     assert_same_candidates(dir.path(), "generated.parquet", &["--holdout", "20"]);
     assert_same_candidates(
         dir.path(),

@@ -26,7 +26,6 @@ use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Int64Array, RecordBatch, StringBuilder, TimestampNanosecondBuilder,
     UInt32Builder,
 };
-use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
@@ -287,11 +286,10 @@ impl Plans<'_> {
         let counted = extend::frequent_rows(&context, steps::TABLE, self.query).await?;
         let first_seen = extend::first_seen(&context, &counted.tool_names).await?;
         let rank = |name: &str| first_seen.get(name).copied().unwrap_or(u64::MAX);
-        let patterns = super::ranked_summaries(
+        let mut patterns = super::ranked_summaries(
             reported_patterns(self.query, counted.rows, self.reported),
             |a, b| a.iter().map(|t| rank(t)).cmp(b.iter().map(|t| rank(t))),
         );
-        let mut patterns = patterns;
         let chosen = match self.choose {
             Some(choose) => {
                 let located: Vec<Vec<String>> = patterns
@@ -477,12 +475,7 @@ fn read_level(
     length: usize,
     rows: &mut Vec<CountedPattern>,
 ) -> Result<(), String> {
-    let column = |name: &str, to: &DataType| -> Result<ArrayRef, String> {
-        let column = batch
-            .column_by_name(name)
-            .ok_or_else(|| format!("no column {name}"))?;
-        cast(column, to).map_err(|e| e.to_string())
-    };
+    let column = |name: &str, to: &DataType| extend::column_as(batch, name, to);
     let (support, occurrences) = (
         column("support", &DataType::Int64)?,
         column("occurrences", &DataType::Int64)?,

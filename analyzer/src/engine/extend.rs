@@ -138,14 +138,14 @@ pub(super) async fn numbered_totals(context: &SessionContext) -> Result<(u64, u6
         &format!("SELECT COUNT(*) AS steps, COUNT(DISTINCT tool) AS tools FROM {NUMBERED}"),
     )
     .await?;
-    let value = |column: usize| -> Result<u64, String> {
+    let value = |name: &str| -> Result<u64, String> {
         let Some(batch) = batches.iter().find(|b| b.num_rows() > 0) else {
             return Ok(0);
         };
-        let column = cast(batch.column(column), &DataType::Int64).map_err(|e| e.to_string())?;
+        let column = column_as(batch, name, &DataType::Int64)?;
         Ok(u64::try_from(column.as_primitive::<Int64Type>().value(0)).unwrap_or(0))
     };
-    Ok((value(0)?, value(1)?))
+    Ok((value("steps")?, value("tools")?))
 }
 
 /// For each tool of the numbered steps, by name: its rank by where it first appears (its
@@ -161,8 +161,8 @@ pub(super) async fn first_seen(
     .await?;
     let mut firsts: Vec<(i64, u32)> = Vec::new();
     for batch in &batches {
-        let tool = cast(batch.column(0), &DataType::UInt32).map_err(|e| e.to_string())?;
-        let first = cast(batch.column(1), &DataType::Int64).map_err(|e| e.to_string())?;
+        let tool = column_as(batch, "tool", &DataType::UInt32)?;
+        let first = column_as(batch, "first", &DataType::Int64)?;
         let (tool, first) = (
             tool.as_primitive::<UInt32Type>(),
             first.as_primitive::<Int64Type>(),
@@ -310,13 +310,10 @@ JOIN (SELECT {ORDINAL}, MIN({index}) AS first FROM {relation} WHERE {started} IS
 
 /// Add the rows of one result batch (`pattern`, `day`, `traces`) to `by_day`.
 fn read_days(batch: &RecordBatch, by_day: &mut [BTreeMap<String, u64>]) -> Result<(), String> {
-    let column = |i: usize, to: &DataType| -> Result<ArrayRef, String> {
-        cast(batch.column(i), to).map_err(|e| e.to_string())
-    };
     let (pattern, day, traces) = (
-        column(0, &DataType::UInt32)?,
-        column(1, &DataType::Utf8)?,
-        column(2, &DataType::Int64)?,
+        column_as(batch, "pattern", &DataType::UInt32)?,
+        column_as(batch, "day", &DataType::Utf8)?,
+        column_as(batch, "traces", &DataType::Int64)?,
     );
     let (pattern, day, traces) = (
         pattern.as_primitive::<UInt32Type>(),
@@ -430,16 +427,10 @@ JOIN {STEPPED} w ON w.parent = o.node AND w.tool = n.tool"
 
 /// Add the rows of one result batch (`pattern`, `pos`, `total`) to `out`.
 fn read_sample(batch: &RecordBatch, out: &mut [SampledOccurrences]) -> Result<(), String> {
-    let column = |name: &str, to: &DataType| -> Result<ArrayRef, String> {
-        let column = batch
-            .column_by_name(name)
-            .ok_or_else(|| format!("no column {name}"))?;
-        cast(column, to).map_err(|e| e.to_string())
-    };
     let (pattern, pos, total) = (
-        column("pattern", &DataType::UInt32)?,
-        column("pos", &DataType::Int64)?,
-        column("total", &DataType::Int64)?,
+        column_as(batch, "pattern", &DataType::UInt32)?,
+        column_as(batch, "pos", &DataType::Int64)?,
+        column_as(batch, "total", &DataType::Int64)?,
     );
     let (pattern, pos, total) = (
         pattern.as_primitive::<UInt32Type>(),
@@ -575,18 +566,10 @@ HAVING COUNT(*) >= {min_support}"
     let mut level = Vec::new();
     for batch in run(context, &sql).await? {
         let u32s = |name: &str| -> Result<UInt32Array, String> {
-            let column = batch
-                .column_by_name(name)
-                .ok_or_else(|| format!("no column {name}"))?;
-            let column = cast(column, &DataType::UInt32).map_err(|e| e.to_string())?;
+            let column = column_as(&batch, name, &DataType::UInt32)?;
             Ok(column.as_primitive::<UInt32Type>().clone())
         };
-        let i64s = |name: &str| -> Result<ArrayRef, String> {
-            let column = batch
-                .column_by_name(name)
-                .ok_or_else(|| format!("no column {name}"))?;
-            cast(column, &DataType::Int64).map_err(|e| e.to_string())
-        };
+        let i64s = |name: &str| column_as(&batch, name, &DataType::Int64);
         let tools = u32s("tool")?;
         let prefixes = extends.then(|| u32s("prefix")).transpose()?;
         let (support, occurrences) = (i64s("support")?, i64s("occurrences")?);
@@ -693,6 +676,18 @@ async fn run(context: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>, St
         .collect()
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Column `name` of a result batch, cast to `to`.
+pub(super) fn column_as(
+    batch: &RecordBatch,
+    name: &str,
+    to: &DataType,
+) -> Result<ArrayRef, String> {
+    let column = batch
+        .column_by_name(name)
+        .ok_or_else(|| format!("no column {name}"))?;
+    cast(column, to).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
