@@ -18,7 +18,7 @@ use super::sample::SampleRate;
 use super::writer::{Command, Writer, WriterSettings};
 use crate::error::{RecorderError, Result};
 use crate::model::{Metadata, ObservedStep, ObservedTrace, Timestamp};
-use crate::store::{TraceStore, open_store};
+use crate::store::{RawSteps, TraceStore, open_store};
 
 /// The `error_type` of a step whose [`StepGuard`] was dropped without `finish` or `fail`.
 pub const ABANDONED: &str = "abandoned";
@@ -210,6 +210,8 @@ struct RecorderInner {
     shared: Arc<Shared>,
     sample_rate: SampleRate,
     source: String,
+    /// The writer's policy, for rows [`TraceRecorder::submit`] redacts on the caller's thread.
+    redaction: RedactionPolicy,
 }
 
 impl fmt::Debug for TraceRecorder {
@@ -224,7 +226,8 @@ impl fmt::Debug for TraceRecorder {
 
 impl TraceRecorder {
     /// Start the writer thread over `store`.
-    pub fn new(store: Box<dyn TraceStore>, config: RecorderConfig) -> Result<Self> {
+    pub fn new(mut store: Box<dyn TraceStore>, config: RecorderConfig) -> Result<Self> {
+        store.checkpoint_in_background()?;
         let (commands, received) = crossbeam_channel::bounded(config.channel_capacity);
         let shared = Arc::new(Shared::default());
         let writer = Writer::new(
@@ -237,7 +240,7 @@ impl TraceRecorder {
                 max_batch_delay: config.max_batch_delay.min(LONGEST_WAIT),
                 max_commit_attempts: config.max_commit_attempts,
                 retry_delay: config.retry_delay.min(LONGEST_WAIT),
-                redaction: config.redaction,
+                redaction: config.redaction.clone(),
             },
         );
         let handle = std::thread::Builder::new()
@@ -251,6 +254,7 @@ impl TraceRecorder {
                 shared,
                 sample_rate: config.sample_rate,
                 source: config.source,
+                redaction: config.redaction,
             }),
         })
     }
@@ -330,6 +334,18 @@ impl TraceRecorder {
         stats
             .steps_recorded
             .fetch_add(steps.len() as u64, Ordering::Relaxed);
+        // Redacted and serialized here, and the parsed payloads freed here: many callers share
+        // that work, where the one writer would do it all.
+        let redaction = &self.inner.redaction;
+        for trace in &mut traces {
+            redaction.redact_trace(trace);
+        }
+        let mut raw = RawSteps::new();
+        for mut step in steps {
+            redaction.redact_step(&mut step);
+            raw.push_step(&step);
+        }
+        let steps = raw;
         self.inner.send(Command::Rows {
             traces,
             steps,
@@ -1415,6 +1431,38 @@ mod tests {
         );
         assert!(store.trace("bad").is_none());
         assert_eq!(store.steps_of("t").len(), 4);
+    }
+
+    #[test]
+    fn submitted_rows_are_redacted_and_a_rejected_one_is_dropped_alone() {
+        let (recorder, store) = recorder_with(slow_config());
+        store.lock().reject_step = Some(("t".into(), 1));
+        let mut trace = ObservedTrace::new("t", "receiver");
+        trace.metadata.insert("api_key".into(), json!("k-1"));
+        let steps: Vec<ObservedStep> = (0..3)
+            .map(|i| ObservedStep::new("t", i, "x", json!({"password": "p", "n": i})))
+            .collect();
+        let (told, outcome) = crossbeam_channel::bounded(1);
+        recorder
+            .submit(vec![trace], steps, move |result| {
+                let _ = told.send(result.map_err(|e| e.to_string()));
+            })
+            .unwrap();
+        let _ = recorder.flush();
+        let outcome = outcome.recv().unwrap();
+        assert!(
+            outcome.as_ref().is_err_and(|e| e.contains("step 1")),
+            "{outcome:?}"
+        );
+        let stored = store.steps_of("t");
+        let indices: Vec<u32> = stored.iter().map(|s| s.step_index).collect();
+        assert_eq!(indices, vec![0, 2]);
+        assert_eq!(stored[1].inputs, json!({"password": "[REDACTED]", "n": 2}));
+        assert!(stored.iter().all(|s| s.recorded_at.is_some()));
+        assert_eq!(
+            store.trace("t").unwrap().metadata["api_key"],
+            json!("[REDACTED]")
+        );
     }
 
     #[test]

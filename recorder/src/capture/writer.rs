@@ -20,7 +20,7 @@ use super::recorder::Shared;
 use super::redact::RedactionPolicy;
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace};
-use crate::store::TraceStore;
+use crate::store::{RawSteps, TraceStore};
 
 /// What callers send to the writer.
 pub(crate) enum Command {
@@ -28,10 +28,11 @@ pub(crate) enum Command {
     Trace(Box<ObservedTrace>),
     /// A finished step.
     Step(Box<ObservedStep>),
-    /// Complete rows handed over together, told once they are committed.
+    /// Complete rows handed over together, already redacted by the caller (so that work is
+    /// spread over the callers' threads, not the writer's), told once they are committed.
     Rows {
         traces: Vec<ObservedTrace>,
-        steps: Vec<ObservedStep>,
+        steps: RawSteps,
         committed: Committed,
     },
     /// Commit everything received so far, then answer with the pending error, if any.
@@ -61,7 +62,8 @@ struct Batch {
     /// Where each trace id sits in `traces`: a trace sent twice before a commit (started and
     /// ended) is stored once, in its latest form.
     trace_slots: HashMap<String, usize>,
-    steps: Vec<ObservedStep>,
+    /// Payloads as the stores write them: serialized when received, and freed as one buffer.
+    steps: RawSteps,
     /// When the oldest row arrived.
     opened_at: Option<Instant>,
     /// Failed commits of this batch so far.
@@ -95,22 +97,17 @@ impl Batch {
         }
     }
 
-    fn add_step(&mut self, step: ObservedStep) {
+    fn add_step(&mut self, step: &ObservedStep) {
         self.opened_at.get_or_insert_with(Instant::now);
-        self.steps.push(step);
+        self.steps.push_step(step);
     }
 
-    fn add_rows(
-        &mut self,
-        traces: Vec<ObservedTrace>,
-        steps: Vec<ObservedStep>,
-        committed: Committed,
-    ) {
+    fn add_rows(&mut self, traces: Vec<ObservedTrace>, steps: RawSteps, committed: Committed) {
         for trace in traces {
             self.add_trace(trace);
         }
         self.opened_at.get_or_insert_with(Instant::now);
-        self.steps.extend(steps);
+        self.steps.append(steps);
         self.waiting.push(committed);
     }
 
@@ -139,20 +136,16 @@ impl Batch {
                 step_index,
                 ..
             } => {
-                let before = self.steps.len();
-                self.steps
-                    .retain(|s| !(s.trace_id == *trace_id && s.step_index == *step_index));
-                (0, before - self.steps.len())
+                let removed = self
+                    .steps
+                    .retain(|s| !(s.trace_id == trace_id && s.step_index == *step_index));
+                (0, removed)
             }
             RecorderError::InvalidTrace { trace_id, .. } => {
                 let traces_before = self.traces.len();
-                let steps_before = self.steps.len();
                 self.traces.retain(|t| t.trace_id != *trace_id);
-                self.steps.retain(|s| s.trace_id != *trace_id);
-                (
-                    traces_before - self.traces.len(),
-                    steps_before - self.steps.len(),
-                )
+                let steps = self.steps.retain(|s| s.trace_id != trace_id);
+                (traces_before - self.traces.len(), steps)
             }
             _ => return None,
         };
@@ -211,14 +204,14 @@ impl Writer {
                 }
                 Ok(Command::Step(mut step)) => {
                     self.settings.redaction.redact_step(&mut step);
-                    self.batch.add_step(*step);
+                    self.batch.add_step(&step);
                 }
                 Ok(Command::Rows {
                     traces,
                     steps,
                     committed,
                 }) => {
-                    self.add_rows(traces, steps, committed);
+                    self.batch.add_rows(traces, steps, committed);
                     // A caller waits for these rows' commit (to acknowledge them). With nothing
                     // else queued, waiting out the batch delay only delays it: commit now, and
                     // what arrives meanwhile forms the next batch (group commit).
@@ -262,21 +255,6 @@ impl Writer {
         })
     }
 
-    fn add_rows(
-        &mut self,
-        mut traces: Vec<ObservedTrace>,
-        mut steps: Vec<ObservedStep>,
-        committed: Committed,
-    ) {
-        for trace in &mut traces {
-            self.settings.redaction.redact_trace(trace);
-        }
-        for step in &mut steps {
-            self.settings.redaction.redact_step(step);
-        }
-        self.batch.add_rows(traces, steps, committed);
-    }
-
     fn may_retry_now(&self) -> bool {
         self.batch.retry_at.is_none_or(|at| Instant::now() >= at)
     }
@@ -284,11 +262,8 @@ impl Writer {
     /// Try to commit the batch once (dropping rows the store rejects as invalid first).
     fn commit(&mut self) {
         while !self.batch.is_empty() {
-            let now = Utc::now();
-            for step in &mut self.batch.steps {
-                step.recorded_at = Some(now);
-            }
-            match self.store.append(&self.batch.traces, &self.batch.steps) {
+            self.batch.steps.set_recorded_at(Utc::now());
+            match self.store.append_raw(&self.batch.traces, &self.batch.steps) {
                 Ok(written) => {
                     let stats = &self.shared.stats;
                     stats
@@ -356,13 +331,13 @@ impl Writer {
                 }
                 Command::Step(mut step) => {
                     self.settings.redaction.redact_step(&mut step);
-                    self.batch.add_step(*step);
+                    self.batch.add_step(&step);
                 }
                 Command::Rows {
                     traces,
                     steps,
                     committed,
-                } => self.add_rows(traces, steps, committed),
+                } => self.batch.add_rows(traces, steps, committed),
                 Command::Flush(reply) => replies.push(reply),
                 Command::Shutdown => {}
             }

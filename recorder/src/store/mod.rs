@@ -179,6 +179,13 @@ pub trait TraceStore: Send {
         Ok(())
     }
 
+    /// Announce a long-lived writer (a recorder, a trace receiver): from now on a store that
+    /// keeps a write-ahead log may fold it into the main file on a thread of its own, so an
+    /// append's commit does not wait for that work. The default does nothing.
+    fn checkpoint_in_background(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Summaries of the traces matching `filter`, one page at a time.
     fn list_traces(&self, filter: &TraceFilter, page: &PageRequest) -> Result<TracePage>;
 

@@ -275,6 +275,66 @@ impl RawSteps {
         self.span_from(start)
     }
 
+    /// Move `other`'s steps to the end of these, in order.
+    pub fn append(&mut self, other: RawSteps) {
+        if self.steps.is_empty() {
+            *self = other;
+            return;
+        }
+        let offset = self.text.len();
+        let moved = |span: Span| Span {
+            start: span.start + offset,
+            end: span.end + offset,
+        };
+        self.text.push_str(&other.text);
+        self.steps
+            .extend(other.steps.into_iter().map(|step| RawStep {
+                trace_id: moved(step.trace_id),
+                call_id: step.call_id.map(moved),
+                tool_name: moved(step.tool_name),
+                inputs: moved(step.inputs),
+                outputs: step.outputs.map(moved),
+                error_type: step.error_type.map(moved),
+                error_message: step.error_message.map(moved),
+                metadata: step.metadata.map(moved),
+                ..step
+            }));
+    }
+
+    /// Keep only the steps `keep` accepts; returns how many were removed.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&StepView<'_>) -> bool) -> usize {
+        let kept: Vec<bool> = (0..self.steps.len()).map(|i| keep(&self.view(i))).collect();
+        let removed = kept.iter().filter(|k| !**k).count();
+        if removed == 0 {
+            return 0;
+        }
+        let mut out = RawSteps::with_capacity(self.text.len(), self.steps.len() - removed);
+        for (step, _) in self.steps.iter().zip(&kept).filter(|(_, k)| **k) {
+            let mut copy = |span: Span| out.push_str(self.get(span));
+            let copied = RawStep {
+                trace_id: copy(step.trace_id),
+                call_id: step.call_id.map(&mut copy),
+                tool_name: copy(step.tool_name),
+                inputs: copy(step.inputs),
+                outputs: step.outputs.map(&mut copy),
+                error_type: step.error_type.map(&mut copy),
+                error_message: step.error_message.map(&mut copy),
+                metadata: step.metadata.map(&mut copy),
+                ..*step
+            };
+            out.steps.push(copied);
+        }
+        *self = out;
+        removed
+    }
+
+    /// Set every step's `recorded_at`.
+    pub fn set_recorded_at(&mut self, at: Timestamp) {
+        for step in &mut self.steps {
+            step.recorded_at = Some(at);
+        }
+    }
+
     /// Add a step whose text is already in the buffer.
     pub(crate) fn push_raw(&mut self, step: RawStep) {
         self.steps.push(step);
@@ -333,6 +393,36 @@ mod tests {
         assert!(matches!(raw.view(1).metadata, MetadataText::Text("{}")));
         assert!(view.is_error());
         assert_eq!(raw.to_steps().unwrap(), vec![step, plain]);
+    }
+
+    #[test]
+    fn appended_and_retained_steps_keep_their_text() {
+        let mut a = ObservedStep::new("a", 0, "x", json!({"n": 1}));
+        a.call_id = Some("c0".into());
+        let mut b = ObservedStep::new("b", 1, "y", json!({"n": [2, "two"]}));
+        b.outputs = Some(json!({"ok": true}));
+        b.error_type = Some("Timeout".into());
+        b.metadata.insert("m".into(), json!("v"));
+        let c = ObservedStep::new("c", 2, "z", json!("three"));
+        let mut raw = RawSteps::new();
+        raw.append(RawSteps::from(&[a.clone()][..]));
+        raw.append(RawSteps::from(&[b.clone(), c.clone()][..]));
+        assert_eq!(
+            raw.to_steps().unwrap(),
+            vec![a.clone(), b.clone(), c.clone()]
+        );
+
+        assert_eq!(raw.retain(|step| step.trace_id != "a"), 1);
+        assert_eq!(raw.to_steps().unwrap(), vec![b.clone(), c.clone()]);
+        assert_eq!(raw.retain(|_| true), 0);
+        assert_eq!(raw.retain(|step| step.step_index != 2), 1);
+        assert_eq!(raw.to_steps().unwrap(), vec![b.clone()]);
+        // Only the kept steps' text is left.
+        assert_eq!(raw.text_bytes(), RawSteps::from(&[b][..]).text_bytes());
+
+        let at = chrono::Utc::now();
+        raw.set_recorded_at(at);
+        assert_eq!(raw.to_steps().unwrap()[0].recorded_at, Some(at));
     }
 
     #[test]

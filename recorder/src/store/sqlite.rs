@@ -153,6 +153,62 @@ pub struct SqliteStore {
     tool_ids: HashMap<String, i64>,
     /// True between a `begin_bulk_load` that dropped the deferred indexes and its end.
     indexes_dropped: bool,
+    /// Set by [`TraceStore::checkpoint_in_background`]; stopped when the store is dropped.
+    checkpointer: Option<Checkpointer>,
+}
+
+/// How often the background checkpointer folds the write-ahead log into the main file: often
+/// enough that the log stays a few MiB under a steady stream of appends.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// A thread with its own connection that runs passive checkpoints (which never block the
+/// writer or readers) until its store is dropped.
+#[derive(Debug)]
+struct Checkpointer {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Checkpointer {
+    fn start(path: &Path) -> Result<Self> {
+        let sql_err = sqlite_error(path);
+        let conn = Connection::open(path).map_err(sql_err)?;
+        conn.busy_timeout(Duration::from_secs(30))
+            .map_err(sql_err)?;
+        // The checkpoint syncs the main file before the log may be reused, as the writer's
+        // own checkpoints did.
+        conn.execute_batch("PRAGMA synchronous = FULL;")
+            .map_err(sql_err)?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("chainweaver-checkpoint".to_owned())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(CHECKPOINT_EVERY)
+                {
+                    // A failed or partial checkpoint loses nothing (the log keeps every
+                    // commit); the next round tries again.
+                    let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+                }
+            })
+            .map_err(|e| RecorderError::CorruptStore {
+                path: path.to_path_buf(),
+                message: format!("could not start the checkpoint thread: {e}"),
+            })?;
+        Ok(Self {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 /// A trace row as stored, before its JSON is parsed.
@@ -398,6 +454,7 @@ impl SqliteStore {
             conn,
             tool_ids: HashMap::new(),
             indexes_dropped: false,
+            checkpointer: None,
         };
         // Only an outdated file takes the write lock to migrate; an up-to-date one opens
         // without waiting for a busy writer.
@@ -1042,6 +1099,20 @@ impl TraceStore for SqliteStore {
         self.create_indexes()
     }
 
+    fn checkpoint_in_background(&mut self) -> Result<()> {
+        if self.checkpointer.is_some() {
+            return Ok(());
+        }
+        let checkpointer = Checkpointer::start(&self.path)?;
+        // This connection's own checkpoints (after a commit, once the log passes 1,000 pages)
+        // would make that commit wait for them.
+        self.conn
+            .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+            .map_err(|e| self.sql_err(e))?;
+        self.checkpointer = Some(checkpointer);
+        Ok(())
+    }
+
     fn append(&mut self, traces: &[ObservedTrace], steps: &[ObservedStep]) -> Result<AppendStats> {
         let views: Vec<StepView<'_>> = steps.iter().map(StepView::from).collect();
         self.append_views(traces, &views)
@@ -1644,6 +1715,38 @@ mod tests {
             .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
             .unwrap();
         assert_eq!(fk, 1);
+    }
+
+    #[test]
+    fn a_background_checkpoint_folds_the_log_into_the_main_file() {
+        let (dir, mut store) = store();
+        store.checkpoint_in_background().unwrap();
+        let every: i64 = store
+            .conn
+            .query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(every, 0, "the writer's own checkpoints are off");
+        let main = dir.path().join("t.db");
+        let before = std::fs::metadata(&main).unwrap().len();
+        let steps: Vec<ObservedStep> = (0..2_000)
+            .map(|i| ObservedStep::new("t", i, "tool", json!({"text": "x".repeat(1_000)})))
+            .collect();
+        store
+            .append(&[ObservedTrace::new("t", "s")], &steps)
+            .unwrap();
+        // The writer no longer checkpoints and stays open, so only the checkpoint thread can
+        // move the 2 MB just committed from the log into the main file.
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while std::fs::metadata(&main).unwrap().len() < before + 1_500_000 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the main file did not grow"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(store);
+        let reopened = SqliteStore::open(&main).unwrap();
+        assert_eq!(reopened.get_trace("t").unwrap().unwrap().steps.len(), 2_000);
     }
 
     #[test]
