@@ -1,5 +1,6 @@
 //! The recorder's background writer: one thread that owns the store, redacts what it receives
-//! and commits it in batches.
+//! (rows handed over together with `submit` come redacted and serialized by the caller) and
+//! commits it in batches.
 //!
 //! A batch is committed (one [`TraceStore::append`], one transaction) when it holds
 //! `batch_size` rows, when its oldest row has waited `max_batch_delay`, on a flush and at
