@@ -470,3 +470,89 @@ fn sigkill_loses_no_acknowledged_span() {
         }
     }
 }
+
+/// Real traffic through the receiver: tau-bench retail (shared) as `import` stores it, replayed
+/// as GenAI tool spans by the OpenTelemetry SDK's exporter into `collect`, gives every trace
+/// with a tool call the same calls: tools, inputs and outputs, in the same order.
+#[test]
+fn tau_bench_replayed_by_the_python_sdk_into_collect_stores_what_import_stores() {
+    let Some(datasets) = crate::shared_datasets() else {
+        return;
+    };
+    let Some(python) = python_with_opentelemetry() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let imported = dir.path().join("imported.db");
+    let exported = dir.path().join("imported.jsonl");
+    let cli = |args: &[&std::ffi::OsStr]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+            .arg("--quiet")
+            .arg("--store")
+            .arg(&imported)
+            .args(args)
+            .env_remove("CHAINWEAVER_STORE")
+            .output()
+            .expect("chainweaver runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    cli(&[
+        "import".as_ref(),
+        datasets.join("tau-bench-retail").as_os_str(),
+    ]);
+    cli(&[
+        "traces".as_ref(),
+        "export".as_ref(),
+        "-o".as_ref(),
+        exported.as_os_str(),
+    ]);
+
+    let collected = dir.path().join("collected.db");
+    let (child, address) = spawn_collect(dir.path(), &collected);
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/otel_replay.py");
+    let out = Command::new(python)
+        .arg(script)
+        .arg(&exported)
+        .arg(format!("http://{address}/v1/traces"))
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the replay failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sent: Value = serde_json::from_slice(&out.stdout).expect("the replay's summary");
+    terminate(&child);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "collect exits cleanly on SIGTERM");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(report["steps"], sent["tool_spans"]);
+    assert_eq!(report["rejected_spans"], json!(0), "{report}");
+
+    let calls = |store: &Path| -> BTreeMap<String, Vec<Value>> {
+        contents(store)
+            .into_iter()
+            .filter(|(_, (_, steps))| !steps.is_empty())
+            .map(|(id, (_, steps))| {
+                let calls = steps
+                    .iter()
+                    .map(|s| json!([s["tool"], s["inputs"], s["outputs"]]))
+                    .collect();
+                (id, calls)
+            })
+            .collect()
+    };
+    let imported_calls = calls(&imported);
+    let steps: usize = imported_calls.values().map(Vec::len).sum();
+    assert!(steps > 2_000, "tau-bench retail holds thousands of calls");
+    assert_eq!(sent["tool_spans"], json!(steps));
+    let collected_calls = calls(&collected);
+    assert_eq!(collected_calls.len(), imported_calls.len());
+    for (id, expected) in &imported_calls {
+        assert_eq!(collected_calls.get(id), Some(expected), "trace {id}");
+    }
+}
