@@ -37,7 +37,14 @@ fn python_with_opentelemetry() -> Option<&'static str> {
 }
 
 fn run_agent(python: &str, args: &[&str]) -> Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/otel_agent.py");
+    run_script(python, "otel_agent.py", args)
+}
+
+/// Runs one of `scripts/` with `python` and reads the JSON summary it prints.
+fn run_script(python: &str, name: &str, args: &[&str]) -> Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name);
     let out = Command::new(python)
         .arg(script)
         .args(args)
@@ -45,10 +52,10 @@ fn run_agent(python: &str, args: &[&str]) -> Value {
         .expect("python3 runs");
     assert!(
         out.status.success(),
-        "the agent failed: {}",
+        "{name} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("the agent prints its summary")
+    serde_json::from_slice(&out.stdout).expect("the script prints its summary")
 }
 
 /// A `chainweaver collect` child on a free port; returns it and its address.
@@ -513,19 +520,9 @@ fn tau_bench_replayed_by_the_python_sdk_into_collect_stores_what_import_stores()
 
     let collected = dir.path().join("collected.db");
     let (child, address) = spawn_collect(dir.path(), &collected);
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/otel_replay.py");
-    let out = Command::new(python)
-        .arg(script)
-        .arg(&exported)
-        .arg(format!("http://{address}/v1/traces"))
-        .output()
-        .expect("python3 runs");
-    assert!(
-        out.status.success(),
-        "the replay failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let sent: Value = serde_json::from_slice(&out.stdout).expect("the replay's summary");
+    let endpoint = format!("http://{address}/v1/traces");
+    let exported_path = exported.to_str().expect("a UTF-8 temporary path");
+    let sent = run_script(python, "otel_replay.py", &[exported_path, &endpoint]);
     terminate(&child);
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "collect exits cleanly on SIGTERM");
