@@ -4,7 +4,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use chainweaver_recorder::model::{ObservedStep, ObservedTrace, otel};
+use chainweaver_recorder::capture::ReceivedStep;
+use chainweaver_recorder::model::{ObservedTrace, otel};
 use chainweaver_recorder::otlp::{AssembledTrace, widen};
 use chainweaver_recorder::store::TraceStore;
 use serde_json::Value;
@@ -29,7 +30,8 @@ struct Known {
 #[derive(Debug, Default)]
 pub struct Prepared {
     pub traces: Vec<ObservedTrace>,
-    pub steps: Vec<ObservedStep>,
+    /// Payloads that came as text are still text, for the recorder to store as they are.
+    pub steps: Vec<ReceivedStep>,
     pub duplicate_spans: u64,
 }
 
@@ -85,7 +87,8 @@ impl TraceTable {
             };
             known.last_used = self.clock;
             let mut kept = 0;
-            for mut step in steps {
+            for mut received in steps {
+                let step = &mut received.step;
                 let span_id = match step.metadata.get(otel::SPAN_ID) {
                     Some(Value::String(id)) => id.clone(),
                     _ => String::new(),
@@ -96,8 +99,8 @@ impl TraceTable {
                 }
                 step.step_index = known.next_index;
                 known.next_index = known.next_index.saturating_add(1);
-                widen(&mut known.row, &step);
-                prepared.steps.push(step);
+                widen(&mut known.row, step);
+                prepared.steps.push(received);
                 kept += 1;
             }
             if kept == 0 {

@@ -5,11 +5,13 @@
 //! - [`redact`]: the [`RedactionPolicy`] applied to everything before it reaches a store.
 //! - [`sample`]: deterministic sampling by trace id ([`SampleRate`]).
 
+mod received;
 mod recorder;
 pub mod redact;
 pub mod sample;
 mod writer;
 
+pub use self::received::{ReceivedStep, payload_from_text};
 pub use self::recorder::{
     ABANDONED, OUTPUT_NOT_JSON, RecorderConfig, RecorderStats, StepBuilder, StepGuard, TraceHandle,
     TraceOptions, TraceRecorder,

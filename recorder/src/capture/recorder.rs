@@ -13,10 +13,12 @@ use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use super::received::ReceivedStep;
 use super::redact::RedactionPolicy;
 use super::sample::SampleRate;
 use super::writer::{Command, Writer, WriterSettings};
 use crate::error::{RecorderError, Result};
+use crate::import::compact::Scratch;
 use crate::model::{Metadata, ObservedStep, ObservedTrace, Timestamp};
 use crate::store::{RawSteps, TraceStore, open_store};
 
@@ -317,17 +319,25 @@ impl TraceRecorder {
     /// commits as soon as nothing else is queued, and rows that come meanwhile go in the next
     /// commit. Rows of traces that sampling leaves out are dropped here. Blocks while the
     /// writer's queue is full.
-    pub fn submit(
+    ///
+    /// Steps may be [`ObservedStep`]s or [`ReceivedStep`]s whose payloads are still the text
+    /// they arrived as; such text is stored as it is when redaction cannot change it, and read
+    /// into a value first otherwise, so both store the same rows.
+    pub fn submit<S: Into<ReceivedStep>>(
         &self,
         mut traces: Vec<ObservedTrace>,
-        mut steps: Vec<ObservedStep>,
+        steps: Vec<S>,
         committed: impl FnOnce(Result<()>) + Send + 'static,
     ) -> Result<()> {
         let rate = self.inner.sample_rate;
         let stats = &self.inner.shared.stats;
         let before = steps.len();
         traces.retain(|trace| rate.keeps(&trace.trace_id));
-        steps.retain(|step| rate.keeps(&step.trace_id));
+        let steps: Vec<ReceivedStep> = steps
+            .into_iter()
+            .map(Into::into)
+            .filter(|received: &ReceivedStep| rate.keeps(&received.step.trace_id))
+            .collect();
         stats
             .steps_sampled_out
             .fetch_add((before - steps.len()) as u64, Ordering::Relaxed);
@@ -341,9 +351,10 @@ impl TraceRecorder {
             redaction.redact_trace(trace);
         }
         let mut raw = RawSteps::new();
-        for mut step in steps {
-            redaction.redact_step(&mut step);
-            raw.push_step(&step);
+        let mut scratch = Scratch::default();
+        for mut received in steps {
+            redaction.redact_step(&mut received.step);
+            raw.push_received(&received, redaction, &mut scratch);
         }
         let steps = raw;
         self.inner.send(Command::Rows {

@@ -46,7 +46,7 @@ mod bfcl;
 mod chainweaver_events;
 mod chainweaver_jsonl;
 mod claude_code;
-mod compact;
+pub(crate) mod compact;
 mod detect;
 mod execution_result;
 mod messages;

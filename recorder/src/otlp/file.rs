@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::spans::{AssembledTrace, Extracted, ToolSpan, assemble, extract};
 use super::{Encoding, decode};
+use crate::capture::ReceivedStep;
 use crate::error::{RecorderError, Result};
 use crate::import::{ImportBatch, Reject, RejectUnit};
+use crate::model::ObservedStep;
 
 /// How to read an export file.
 #[derive(Debug, Clone)]
@@ -322,11 +324,8 @@ fn emit(
         .unwrap_or_else(|| format!("import:otlp:{file_name}"));
     let prefix = options.trace_id_prefix.clone().unwrap_or_default();
     let mut batch = ImportBatch::default();
-    for AssembledTrace {
-        mut trace,
-        mut steps,
-    } in traces
-    {
+    for AssembledTrace { mut trace, steps } in traces {
+        let mut steps: Vec<ObservedStep> = steps.into_iter().map(ReceivedStep::into_step).collect();
         trace.trace_id = format!("{prefix}{}", trace.trace_id);
         trace.source.clone_from(&source);
         for step in &mut steps {

@@ -8,6 +8,7 @@ use chrono::DateTime;
 use serde_json::{Map, Number, Value};
 
 use super::proto::{AnyValue, ExportTraceServiceRequest, KeyValue, Span, any_value};
+use crate::capture::ReceivedStep;
 use crate::model::{ObservedStep, ObservedTrace, Timestamp, otel};
 
 // Attribute names of the OpenTelemetry GenAI semantic conventions.
@@ -51,7 +52,9 @@ pub struct ToolSpan {
     /// The span id in hex.
     pub span_id: String,
     /// The call; its trace id is `trace_key` and its index is set when the trace is assembled.
-    pub step: ObservedStep,
+    /// Arguments and results that came as text stay that text ([`ReceivedStep::into_step`]
+    /// reads them).
+    pub step: ReceivedStep,
 }
 
 /// A span that looks like a tool call but cannot be read as one.
@@ -212,14 +215,17 @@ fn tool_span(span: Span, service_name: Option<&str>) -> Result<ToolSpan, Box<Spa
         .filter(|id| !id.is_empty());
     let trace_key = conversation_id.clone().unwrap_or_else(|| trace_id.clone());
 
-    let mut step = ObservedStep::new(
-        trace_key.clone(),
-        0,
-        tool_name,
-        attributes.arguments.map_or(Value::Null, payload),
-    );
+    let (inputs, inputs_text) = attributes.arguments.map_or((Value::Null, None), payload);
+    let mut step = ObservedStep::new(trace_key.clone(), 0, tool_name, inputs);
     step.call_id = attributes.call_id.as_ref().and_then(text_of);
-    step.outputs = attributes.result.map(payload);
+    let outputs_text = match attributes.result.map(payload) {
+        Some((value, None)) => {
+            step.outputs = Some(value);
+            None
+        }
+        Some((_, text)) => text,
+        None => None,
+    };
     step.started_at = started_at;
     step.ended_at = ended_at;
     if span.end_time_unix_nano >= span.start_time_unix_nano && started_at.is_some() {
@@ -268,7 +274,11 @@ fn tool_span(span: Span, service_name: Option<&str>) -> Result<ToolSpan, Box<Spa
         agent: attributes.agent.as_ref().and_then(text_of),
         service_name: service_name.map(str::to_owned),
         span_id,
-        step,
+        step: ReceivedStep {
+            step,
+            inputs_text,
+            outputs_text,
+        },
     })
 }
 
@@ -278,8 +288,8 @@ pub struct AssembledTrace {
     /// The trace row; its `source` is left empty for the caller.
     pub trace: ObservedTrace,
     /// Its steps, ordered by start time (spans without one last, in arrival order), numbered
-    /// from 0.
-    pub steps: Vec<ObservedStep>,
+    /// from 0; payloads that came as text are still text.
+    pub steps: Vec<ReceivedStep>,
 }
 
 /// Groups tool spans into traces (by [`ToolSpan::trace_key`], in order of first appearance)
@@ -311,7 +321,7 @@ pub fn assemble(tool_spans: Vec<ToolSpan>) -> (Vec<AssembledTrace>, u64) {
             continue;
         }
         span_ids.push(call.span_id);
-        widen(&mut assembled.trace, &call.step);
+        widen(&mut assembled.trace, &call.step.step);
         if assembled.trace.agent.is_none() {
             assembled.trace.agent = call.agent.or_else(|| call.service_name.clone());
         }
@@ -346,10 +356,10 @@ pub fn widen(trace: &mut ObservedTrace, step: &ObservedStep) {
 
 /// Sort by start time (a stable sort: equal or missing times keep arrival order, missing last)
 /// and number the steps from 0.
-pub fn order_steps(steps: &mut [ObservedStep]) {
-    steps.sort_by_key(|step| (step.started_at.is_none(), step.started_at));
-    for (index, step) in steps.iter_mut().enumerate() {
-        step.step_index = u32::try_from(index).unwrap_or(u32::MAX);
+pub fn order_steps(steps: &mut [ReceivedStep]) {
+    steps.sort_by_key(|received| (received.step.started_at.is_none(), received.step.started_at));
+    for (index, received) in steps.iter_mut().enumerate() {
+        received.step.step_index = u32::try_from(index).unwrap_or(u32::MAX);
     }
 }
 
@@ -378,15 +388,13 @@ fn text_of(value: &AnyValue) -> Option<String> {
     }
 }
 
-/// An argument or result attribute as a payload: text that is JSON becomes that JSON (the
-/// conventions record arguments and results JSON-encoded), other text stays text, and
-/// structured values become JSON.
-fn payload(value: AnyValue) -> Value {
+/// An argument or result attribute as a payload: text is kept as text, read later by
+/// [`payload_from_text`](crate::capture::payload_from_text) (JSON text becomes that JSON, as the conventions record arguments and
+/// results JSON-encoded; other text stays text); structured values become JSON now.
+fn payload(value: AnyValue) -> (Value, Option<String>) {
     match value.value {
-        Some(any_value::Value::StringValue(text)) => {
-            serde_json::from_str(&text).unwrap_or(Value::String(text))
-        }
-        other => json_of(other),
+        Some(any_value::Value::StringValue(text)) => (Value::Null, Some(text)),
+        other => (json_of(other), None),
     }
 }
 

@@ -11,7 +11,10 @@
 
 use serde_json::{Map, Value};
 
+use crate::capture::redact::RedactionPolicy;
+use crate::capture::{ReceivedStep, payload_from_text};
 use crate::error::{RecorderError, Result};
+use crate::import::compact::{Scratch, write_compact};
 use crate::model::{Metadata, ObservedStep, Timestamp};
 
 /// A piece of [`RawSteps`]'s buffer.
@@ -139,11 +142,55 @@ impl RawSteps {
 
     /// Add a step, serializing its payloads to compact JSON the way the stores write a `Value`.
     pub fn push_step(&mut self, step: &ObservedStep) {
+        let inputs = self.push_value(&step.inputs);
+        let outputs = step.outputs.as_ref().map(|v| self.push_value(v));
+        self.push_with_payloads(step, inputs, outputs);
+    }
+
+    /// Add a received step, redacted by `redaction` (which has already redacted
+    /// `received.step`). A payload held as text that redaction cannot change and that has a
+    /// compact form goes in as that form, with no `Value` built; any other is read into a value
+    /// ([`payload_from_text`]), redacted and serialized. Either way the stored text is the same.
+    pub(crate) fn push_received(
+        &mut self,
+        received: &ReceivedStep,
+        redaction: &RedactionPolicy,
+        scratch: &mut Scratch,
+    ) {
+        let step = &received.step;
+        let inputs = match &received.inputs_text {
+            Some(text) => self.push_payload_text(text, redaction, scratch),
+            None => self.push_value(&step.inputs),
+        };
+        let outputs = match &received.outputs_text {
+            Some(text) => Some(self.push_payload_text(text, redaction, scratch)),
+            None => step.outputs.as_ref().map(|v| self.push_value(v)),
+        };
+        self.push_with_payloads(step, inputs, outputs);
+    }
+
+    fn push_payload_text(
+        &mut self,
+        text: &str,
+        redaction: &RedactionPolicy,
+        scratch: &mut Scratch,
+    ) -> Span {
+        if !redaction.may_change_json_text(text) {
+            let start = self.text.len();
+            if write_compact(text, &mut self.text, scratch) {
+                return self.span_from(start);
+            }
+        }
+        let mut value = payload_from_text(text.to_owned());
+        redaction.redact_value(&mut value);
+        self.push_value(&value)
+    }
+
+    /// Add `step` with payloads already in the buffer.
+    fn push_with_payloads(&mut self, step: &ObservedStep, inputs: Span, outputs: Option<Span>) {
         let trace_id = self.push_str(&step.trace_id);
         let call_id = step.call_id.as_deref().map(|s| self.push_str(s));
         let tool_name = self.push_str(&step.tool_name);
-        let inputs = self.push_value(&step.inputs);
-        let outputs = step.outputs.as_ref().map(|v| self.push_value(v));
         let error_type = step.error_type.as_deref().map(|s| self.push_str(s));
         let error_message = step.error_message.as_deref().map(|s| self.push_str(s));
         let metadata = (!step.metadata.is_empty()).then(|| self.push_metadata(&step.metadata));
@@ -423,6 +470,52 @@ mod tests {
         let at = chrono::Utc::now();
         raw.set_recorded_at(at);
         assert_eq!(raw.to_steps().unwrap()[0].recorded_at, Some(at));
+    }
+
+    #[test]
+    fn received_text_payloads_store_what_their_values_would() {
+        let policy = RedactionPolicy::default().with_max_string_bytes(Some(40));
+        let texts = [
+            r#"{"query": "shoes",  "limit": 5}"#,
+            r#"{"b":1.50,"a":1E5,"n":-0,"e":"\u00e9\/"}"#,
+            r#"{"api_key":"k-123","q":"x"}"#,
+            r#"{"name":"Authorization","value":"Bearer abc"}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"text":"a string well past the forty bytes the policy keeps"}"#,
+            "not json {",
+            "\"quoted\"",
+            "[1, [2, {}], null, true]",
+            r#"{"log":"token ghp_abcdefghijklmnopqrstuvwxyz0123456789 used"}"#,
+            r#"{"url":"https://ann:hunter2@example.com/x","h":"Bearer eyJhbGciOiJIUzI1NiJ9.e30.x"}"#,
+        ];
+        let mut scratch = Scratch::default();
+        for text in texts {
+            let mut raw = RawSteps::new();
+            let received = ReceivedStep {
+                step: ObservedStep::new("t", 0, "x", Value::Null),
+                inputs_text: Some(text.to_owned()),
+                outputs_text: Some(text.to_owned()),
+            };
+            raw.push_received(&received, &policy, &mut scratch);
+            let mut value = payload_from_text(text.to_owned());
+            policy.redact_value(&mut value);
+            let expected = value.to_string();
+            assert!(
+                matches!(raw.view(0).inputs, JsonText::Text(t) if t == expected),
+                "{text}: {:?} against {expected}",
+                raw.view(0).inputs
+            );
+            assert!(matches!(raw.view(0).outputs, Some(JsonText::Text(t)) if t == expected));
+            for secret in [
+                "k-123",
+                "Bearer abc",
+                "ghp_abc",
+                "hunter2",
+                "eyJhbGciOiJIUzI1NiJ9",
+            ] {
+                assert!(!raw.text.contains(secret), "{secret} kept from {text}");
+            }
+        }
     }
 
     #[test]
