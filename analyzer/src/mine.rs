@@ -1,6 +1,6 @@
 //! The [`ChainAnalyzer`]: mining, binding inference and candidates in one pass over traces.
 //!
-//! Tool names are interned into a [`SequenceDb`](crate::spm::SequenceDb); the spm engine finds
+//! Tool names are interned into a [`SequenceDb`]; the spm engine finds
 //! the frequent (closed) tool sequences; the best-ranked ones become [`Pattern`]s with their
 //! occurrences, and each pattern becomes a [`Candidate`] with inferred bindings and evidence.
 

@@ -1,4 +1,4 @@
-//! MCP, both ways: the tools of MCP servers as [`Tool`](crate::tool::Tool)s (inbound,
+//! MCP, both ways: the tools of MCP servers as [`Tool`]s (inbound,
 //! [`client`]), and registered flows and runtime chain tools served as MCP tools (outbound,
 //! [`server`] over [`wire`]). See `docs/mcp.md`.
 //!

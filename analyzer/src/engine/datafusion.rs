@@ -8,7 +8,7 @@
 //! ([`closed_patterns`](super::sql::closed_patterns)), which are few next to the steps.
 //!
 //! Embedded, the levels extend each frequent pattern's occurrences by integer joins over
-//! tables kept in the session ([`super::extend`]). A cluster cannot read those, so there each
+//! tables kept in the session (the `engine::extend` module). A cluster cannot read those, so there each
 //! level is one SQL query ([`CountingQuery::level_sql`]) with the patterns one level down
 //! inlined.
 //!

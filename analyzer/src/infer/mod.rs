@@ -4,7 +4,7 @@
 //! # How a field is decided
 //!
 //! For each occurrence the payloads of the pattern's steps are indexed once (canonical hash of
-//! every JSON node -> its locations, see [`index`]), so looking up where a value appeared earlier
+//! every JSON node -> its locations, see the `index` module), so looking up where a value appeared earlier
 //! is a hash probe. For one field, every occurrence contributes the *source keys* that explain
 //! its value there:
 //!

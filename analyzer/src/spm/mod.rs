@@ -27,7 +27,7 @@
 //! their order do not depend on the thread count. The gapped engine also mines identical
 //! sequences once, weighted by their number of copies.
 //!
-//! [`reference`] holds brute-force miners that are slow but obviously correct; the test suite
+//! [`reference`](mod@reference) holds brute-force miners that are slow but obviously correct; the test suite
 //! checks both engines against them on thousands of random inputs.
 
 pub mod contiguous;

@@ -4,7 +4,7 @@
 //! `trace/v1`, `resource/v1` and `common/v1` files it imports. Fields not declared here (links,
 //! dropped counts, flags, schema URLs) are skipped by the decoder, as protobuf allows.
 //!
-//! The same types read the OTLP/HTTP JSON encoding (see [`super::json`]): lowerCamelCase keys,
+//! The same types read the OTLP/HTTP JSON encoding (see the `otlp::json` module): lowerCamelCase keys,
 //! ids as hex text, 64-bit integers as text or numbers, enums as numbers, unknown keys ignored.
 
 use serde::Deserialize;
@@ -130,7 +130,7 @@ pub struct KeyValue {
 }
 
 /// An attribute value. Its JSON form is an object with one key naming the kind
-/// (`stringValue`, `intValue`, ...), read by hand in [`super::json`].
+/// (`stringValue`, `intValue`, ...), read by hand in the `otlp::json` module.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct AnyValue {
     #[prost(oneof = "any_value::Value", tags = "1, 2, 3, 4, 5, 6, 7")]

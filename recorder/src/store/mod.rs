@@ -145,7 +145,7 @@ pub struct StepTool<'a> {
 ///   and metadata keys are merged (new values win, stored keys keep their position). The same
 ///   id twice in one batch merges in batch order.
 /// - A step must belong to a trace that is in the same batch or already stored; otherwise the
-///   whole append fails with [`RecorderError::InvalidStep`](crate::RecorderError::InvalidStep).
+///   whole append fails with [`RecorderError::InvalidStep`].
 ///   A step with a non-finite `duration_ms`, or a timestamp outside what 64-bit nanoseconds
 ///   since 1970 hold (years 1677 to 2262), fails the append the same way.
 /// - The first copy of a (trace id, step index) wins, also within one batch.

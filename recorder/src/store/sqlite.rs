@@ -1059,7 +1059,7 @@ fn in_request_order(mut traces: Vec<(i64, TraceWithSteps)>, ids: &[&str]) -> Vec
 const PARSE_BATCH: usize = 2_048;
 
 impl TraceStore for SqliteStore {
-    /// On an empty store, drops the indexes on start times (see [`DEFERRED_INDEXES`]):
+    /// On an empty store, drops the indexes on start times (`DEFERRED_INDEXES`):
     /// filling them row by row, in the random order start times come in, costs about as much
     /// as the rest of an append; building them once from the loaded rows costs a fraction.
     /// The rules still hold: each append stays one durable transaction; those indexes enforce
