@@ -388,9 +388,10 @@ fn text_of(value: &AnyValue) -> Option<String> {
     }
 }
 
-/// An argument or result attribute as a payload: text is kept as text, read later by
-/// [`payload_from_text`](crate::capture::payload_from_text) (JSON text becomes that JSON, as the conventions record arguments and
-/// results JSON-encoded; other text stays text); structured values become JSON now.
+/// An argument or result attribute as a payload: text is kept as text, to be read by
+/// [`payload_from_text`](crate::capture::payload_from_text) when it is needed as a value (JSON
+/// text becomes that JSON, as the conventions record arguments and results JSON-encoded; other
+/// text stays text); structured values become JSON now.
 fn payload(value: AnyValue) -> (Value, Option<String>) {
     match value.value {
         Some(any_value::Value::StringValue(text)) => (Value::Null, Some(text)),

@@ -191,9 +191,9 @@ impl Checkpointer {
                     let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
                 }
             })
-            .map_err(|e| RecorderError::CorruptStore {
+            .map_err(|source| RecorderError::Io {
                 path: path.to_path_buf(),
-                message: format!("could not start the checkpoint thread: {e}"),
+                source,
             })?;
         Ok(Self {
             stop: Some(stop),
