@@ -157,9 +157,16 @@ pub struct SqliteStore {
     checkpointer: Option<Checkpointer>,
 }
 
-/// How often the background checkpointer folds the write-ahead log into the main file: often
-/// enough that the log stays a few MiB under a steady stream of appends.
+/// How often the background checkpointer folds the write-ahead log into the main file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(100);
+
+/// With a background checkpointer, the writer still checkpoints once the log holds this many
+/// pages (64 MiB of 4 KiB pages). Under a steady stream of appends the background checkpoints
+/// never quite catch up (the writer adds frames while they copy), and SQLite starts the log
+/// over only once every frame is copied, so without this the log would grow for as long as
+/// the stream lasts. By then the thread has copied nearly everything, so the writer's
+/// checkpoint is short.
+const WRITER_CHECKPOINT_PAGES: u32 = 16_384;
 
 /// A thread with its own connection that runs passive checkpoints (which never block the
 /// writer or readers) until its store is dropped.
@@ -1105,9 +1112,11 @@ impl TraceStore for SqliteStore {
         }
         let checkpointer = Checkpointer::start(&self.path)?;
         // This connection's own checkpoints (after a commit, once the log passes 1,000 pages)
-        // would make that commit wait for them.
+        // would make that commit wait for them: now only rarely, to bound the log.
         self.conn
-            .execute_batch("PRAGMA wal_autocheckpoint = 0;")
+            .execute_batch(&format!(
+                "PRAGMA wal_autocheckpoint = {WRITER_CHECKPOINT_PAGES};"
+            ))
             .map_err(|e| self.sql_err(e))?;
         self.checkpointer = Some(checkpointer);
         Ok(())
@@ -1725,7 +1734,11 @@ mod tests {
             .conn
             .query_row("PRAGMA wal_autocheckpoint", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(every, 0, "the writer's own checkpoints are off");
+        assert_eq!(
+            every,
+            i64::from(WRITER_CHECKPOINT_PAGES),
+            "the writer checkpoints only rarely"
+        );
         let main = dir.path().join("t.db");
         let before = std::fs::metadata(&main).unwrap().len();
         let steps: Vec<ObservedStep> = (0..2_000)
@@ -1734,8 +1747,8 @@ mod tests {
         store
             .append(&[ObservedTrace::new("t", "s")], &steps)
             .unwrap();
-        // The writer no longer checkpoints and stays open, so only the checkpoint thread can
-        // move the 2 MB just committed from the log into the main file.
+        // The writer checkpoints only past 64 MiB of log and stays open, so only the
+        // checkpoint thread can move the 2 MB just committed from the log into the main file.
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while std::fs::metadata(&main).unwrap().len() < before + 1_500_000 {
             assert!(
@@ -1747,6 +1760,32 @@ mod tests {
         drop(store);
         let reopened = SqliteStore::open(&main).unwrap();
         assert_eq!(reopened.get_trace("t").unwrap().unwrap().steps.len(), 2_000);
+    }
+
+    #[test]
+    fn the_log_stays_bounded_under_a_steady_stream_of_appends() {
+        let (dir, mut store) = store();
+        store.checkpoint_in_background().unwrap();
+        let log = dir.path().join("t.db-wal");
+        let bound = u64::from(WRITER_CHECKPOINT_PAGES) * 4096;
+        let payload = "x".repeat(100_000);
+        store.append(&[ObservedTrace::new("t", "s")], &[]).unwrap();
+        // 100 MB in 1 MB commits, back to back: more than the bound, faster than the thread's
+        // passive checkpoints can finish while the writer keeps adding frames.
+        for batch in 0..100u32 {
+            let steps: Vec<ObservedStep> = (0..10)
+                .map(|i| ObservedStep::new("t", batch * 10 + i, "tool", json!(payload)))
+                .collect();
+            store.append(&[], &steps).unwrap();
+        }
+        let size = std::fs::metadata(&log).unwrap().len();
+        assert!(
+            size < bound + bound / 4,
+            "the log grew to {size} bytes, past about {bound}"
+        );
+        drop(store);
+        let reopened = SqliteStore::open(&dir.path().join("t.db")).unwrap();
+        assert_eq!(reopened.get_trace("t").unwrap().unwrap().steps.len(), 1_000);
     }
 
     #[test]
