@@ -15,25 +15,9 @@ use serde_json::{Value, json};
 
 /// `python3` with the OpenTelemetry SDK and its OTLP exporter, or `None` (skip) on a machine
 /// without them; under CI (`CI` set) missing packages fail the test.
-#[allow(clippy::print_stderr)]
 fn python_with_opentelemetry() -> Option<&'static str> {
-    let found = Command::new("python3")
-        .args([
-            "-c",
-            "import opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http",
-        ])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if found {
-        return Some("python3");
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set but python3 lacks opentelemetry-sdk / opentelemetry-exporter-otlp-proto-http \
-         (pip install -r .ci/requirements.txt)"
-    );
-    eprintln!("skipping: python3 has no OpenTelemetry SDK");
-    None
+    crate::python_imports("opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http")
+        .then_some("python3")
 }
 
 fn run_agent(python: &str, args: &[&str]) -> Value {
@@ -492,30 +476,25 @@ fn tau_bench_replayed_by_the_python_sdk_into_collect_stores_what_import_stores()
     let dir = tempfile::tempdir().unwrap();
     let imported = dir.path().join("imported.db");
     let exported = dir.path().join("imported.jsonl");
-    let cli = |args: &[&std::ffi::OsStr]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
-            .arg("--quiet")
-            .arg("--store")
-            .arg(&imported)
-            .args(args)
-            .env_remove("CHAINWEAVER_STORE")
-            .output()
-            .expect("chainweaver runs");
+    let run = |args: &[&str]| {
+        let out = crate::chainweaver(dir.path(), args);
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
     };
-    cli(&[
-        "import".as_ref(),
-        datasets.join("tau-bench-retail").as_os_str(),
-    ]);
-    cli(&[
-        "traces".as_ref(),
-        "export".as_ref(),
-        "-o".as_ref(),
-        exported.as_os_str(),
+    let tau = datasets.join("tau-bench-retail");
+    let tau = tau.to_str().expect("a UTF-8 datasets path");
+    run(&["--quiet", "--store", "imported.db", "import", tau]);
+    run(&[
+        "--quiet",
+        "--store",
+        "imported.db",
+        "traces",
+        "export",
+        "-o",
+        "imported.jsonl",
     ]);
 
     let collected = dir.path().join("collected.db");

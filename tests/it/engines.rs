@@ -14,22 +14,21 @@ use crate::{chainweaver, shared_datasets};
 /// they must be there.
 #[allow(clippy::print_stderr)]
 fn python_with_engines() -> bool {
-    let found = Command::new("python3")
-        .args(["-c", "import duckdb, pyspark"])
-        .output()
-        .is_ok_and(|out| out.status.success())
-        && Command::new("java")
-            .arg("-version")
-            .output()
-            .is_ok_and(|out| out.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but python3 lacks duckdb or pyspark, or java is missing (pip install -r .ci/requirements.txt)"
-        );
-        eprintln!("skipping: python3 has no duckdb or pyspark, or no java");
+    if !crate::python_imports("duckdb, pyspark") {
+        return false;
     }
-    found
+    let java = Command::new("java")
+        .arg("-version")
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(
+        java || std::env::var_os("CI").is_none(),
+        "CI is set but java is missing (Spark needs it)"
+    );
+    if !java {
+        eprintln!("skipping: no java");
+    }
+    java
 }
 
 fn json_ok(dir: &Path, args: &[&str]) -> Value {
@@ -531,28 +530,10 @@ fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_a
     );
 }
 
-/// `python3` with pyarrow, or `None` (skip); under CI (`CI` set) it must be there.
-#[cfg(feature = "datafusion")]
-#[allow(clippy::print_stderr)]
-fn python_with_pyarrow() -> bool {
-    let found = Command::new("python3")
-        .args(["-c", "import pyarrow"])
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set but python3 lacks pyarrow (pip install -r .ci/requirements.txt)"
-        );
-        eprintln!("skipping: python3 has no pyarrow");
-    }
-    found
-}
-
 #[cfg(feature = "datafusion")]
 #[test]
 fn a_part_without_a_column_the_engine_reads_is_named_and_a_retry_after_repair_works() {
-    if !python_with_pyarrow() {
+    if !crate::python_imports("pyarrow") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -37,6 +37,24 @@ pub fn holds_bytes(bytes: &[u8], needle: &str) -> bool {
         .any(|window| window == needle.as_bytes())
 }
 
+/// True when `python3` can run `import MODULES` (a peer a test drives). `None`-like skip on a
+/// developer machine without it; under CI (`CI` set) a missing package fails the test.
+#[allow(dead_code, clippy::print_stderr)]
+pub fn python_imports(modules: &str) -> bool {
+    let found = Command::new("python3")
+        .args(["-c", &format!("import {modules}")])
+        .output()
+        .is_ok_and(|out| out.status.success());
+    assert!(
+        found || std::env::var_os("CI").is_none(),
+        "CI is set but python3 cannot import {modules} (pip install -r .ci/requirements.txt)"
+    );
+    if !found {
+        eprintln!("skipping: python3 cannot import {modules}");
+    }
+    found
+}
+
 /// The shared real-trace datasets, `../shared/datasets` beside the workspace root (or
 /// `CHAINWEAVER_DATASETS`). `None` skips a test on a developer machine without them; under CI
 /// (`CI` set) a missing folder fails the test instead.

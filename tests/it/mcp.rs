@@ -22,21 +22,8 @@ pub(crate) fn script(name: &str) -> String {
 
 /// True when `python3` can import the official `mcp` package. Under CI a missing package fails
 /// the test; elsewhere the test is skipped.
-#[allow(clippy::print_stderr)]
 pub(crate) fn python_mcp() -> bool {
-    let ok = Command::new("python3")
-        .args(["-c", "import mcp"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        ok || std::env::var_os("CI").is_none(),
-        "CI is set but python3 cannot import the `mcp` package (.ci/requirements.txt installs it)"
-    );
-    if !ok {
-        eprintln!("skipping: python3 cannot import `mcp`");
-    }
-    ok
+    crate::python_imports("mcp")
 }
 
 fn obj(value: Value) -> JsonObject {

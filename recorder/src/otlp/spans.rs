@@ -218,14 +218,12 @@ fn tool_span(span: Span, service_name: Option<&str>) -> Result<ToolSpan, Box<Spa
     let (inputs, inputs_text) = attributes.arguments.map_or((Value::Null, None), payload);
     let mut step = ObservedStep::new(trace_key.clone(), 0, tool_name, inputs);
     step.call_id = attributes.call_id.as_ref().and_then(text_of);
-    let outputs_text = match attributes.result.map(payload) {
-        Some((value, None)) => {
-            step.outputs = Some(value);
-            None
-        }
-        Some((_, text)) => text,
-        None => None,
+    let (outputs, outputs_text) = match attributes.result.map(payload) {
+        Some((value, None)) => (Some(value), None),
+        Some((_, text)) => (None, text),
+        None => (None, None),
     };
+    step.outputs = outputs;
     step.started_at = started_at;
     step.ended_at = ended_at;
     if span.end_time_unix_nano >= span.start_time_unix_nano && started_at.is_some() {
