@@ -31,6 +31,23 @@ fn python_with_engines() -> bool {
     java
 }
 
+/// `candidates list --format json` of `store`.
+#[allow(dead_code)]
+fn listed_candidates(dir: &Path, store: &str) -> Value {
+    json_ok(
+        dir,
+        &[
+            "-q",
+            "--store",
+            store,
+            "--format",
+            "json",
+            "candidates",
+            "list",
+        ],
+    )
+}
+
 fn json_ok(dir: &Path, args: &[&str]) -> Value {
     let output = chainweaver(dir, args);
     assert!(
@@ -447,18 +464,7 @@ fn assert_same_candidates(dir: &Path, store: &str, flags: &[&str]) -> usize {
         "no candidate inferred from a sample on {store} with {flags:?}"
     );
     // What is stored is what was printed: the engine ran last.
-    let listed = json_ok(
-        dir,
-        &[
-            "-q",
-            "--store",
-            store,
-            "--format",
-            "json",
-            "candidates",
-            "list",
-        ],
-    );
+    let listed = listed_candidates(dir, store);
     assert_eq!(
         listed["candidates"].as_array().map(Vec::len),
         Some(candidates),
@@ -564,21 +570,7 @@ fn a_part_without_a_column_the_engine_reads_is_named_and_a_retry_after_repair_wo
     };
     let expected = mine(dir.path());
     assert!(expected.status.success());
-    let stored = |dir: &Path| {
-        json_ok(
-            dir,
-            &[
-                "-q",
-                "--store",
-                store,
-                "--format",
-                "json",
-                "candidates",
-                "list",
-            ],
-        )
-    };
-    let before = stored(dir.path());
+    let before = listed_candidates(dir.path(), store);
     // The same rows, rewritten by another writer without one column.
     let dropped = Command::new("python3")
         .args([
@@ -605,7 +597,7 @@ fn a_part_without_a_column_the_engine_reads_is_named_and_a_retry_after_repair_wo
         "the error names the file and the column: {stderr}"
     );
     assert_eq!(
-        stored(dir.path()),
+        listed_candidates(dir.path(), store),
         before,
         "the stored results are unchanged"
     );
