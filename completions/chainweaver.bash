@@ -342,7 +342,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__analyze)
-            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
+            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --engine-memory --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -413,6 +413,10 @@ _chainweaver() {
                     return 0
                     ;;
                 --scheduler)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine-memory)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1604,7 +1608,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__mine)
-            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --store --format --quiet --help --version"
+            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --engine-memory --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1651,6 +1655,10 @@ _chainweaver() {
                     return 0
                     ;;
                 --scheduler)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine-memory)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

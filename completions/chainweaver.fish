@@ -66,6 +66,7 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l engi
 datafusion\t'Apache DataFusion, embedded'
 ballista\t'The same plans on a Ballista cluster (--scheduler): patterns only'"
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l scheduler -d 'With --engine ballista: the cluster\'s scheduler, e.g. `df://localhost:50050`. Its executors read the Parquet store\'s files by the paths this machine sees' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l engine-memory -d 'With --engine datafusion: the memory its sorts and groupings may hold, in MiB, before they spill to the temporary folder (default: half the machine\'s memory). The tables kept between pattern lengths always go there' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l live -d 'Replay with live tools from this command-tool manifest instead of the recorded calls' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l ignore -d 'A volatile field left out when matching recorded calls and comparing replays: a JSON pointer, optionally for one tool (`/request_id`, `search:/nonce`, `/items/*/ts`). Repeatable' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand analyze" -l min-exact -d 'Share of exact replays at or above which a candidate is verified' -r
@@ -112,6 +113,7 @@ complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l engine 
 datafusion\t'Apache DataFusion, embedded'
 ballista\t'The same plans on a Ballista cluster (--scheduler): patterns only'"
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l scheduler -d 'With --engine ballista: the cluster\'s scheduler, e.g. `df://localhost:50050`. Its executors read the Parquet store\'s files by the paths this machine sees' -r
+complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l engine-memory -d 'With --engine datafusion: the memory its sorts and groupings may hold, in MiB, before they spill to the temporary folder (default: half the machine\'s memory). The tables kept between pattern lengths always go there' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l store -d 'The store: a SQLite file, or a directory (or a path ending in `.parquet`) for a Parquet dataset. Created when missing' -r -F
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l format -d 'How results are printed: `table` for people, `json` for scripts (documented field names, durations in seconds, a `schema_version`)' -r
 complete -c chainweaver -n "__fish_chainweaver_using_subcommand mine" -l any-gap -d 'With --count-only: any gap at all (all frequent sequential patterns)'

@@ -101,6 +101,11 @@ pub struct MineArgs {
     /// executors read the Parquet store's files by the paths this machine sees.
     #[arg(long, value_name = "URL")]
     pub scheduler: Option<String>,
+    /// With --engine datafusion: the memory its sorts and groupings may hold, in MiB, before
+    /// they spill to the temporary folder (default: half the machine's memory). The tables
+    /// kept between pattern lengths always go there.
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(64..))]
+    pub engine_memory: Option<u64>,
 }
 
 /// Where `mine` counts patterns.
@@ -324,6 +329,12 @@ fn runner(args: &MineArgs) -> anyhow::Result<(Runner, &'static str)> {
         _ => Ok((
             Runner::Embedded {
                 threads: std::thread::available_parallelism().map_or(1, usize::from),
+                memory_budget: match args.engine_memory {
+                    Some(mib) => {
+                        Some(usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX))
+                    }
+                    None => chainweaver_analyzer::engine::datafusion::default_memory_budget(),
+                },
             },
             "datafusion",
         )),
@@ -441,6 +452,17 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
             message: "--engine ballista and --scheduler URL go together".into(),
             hint: Some(
                 "e.g. `chainweaver --store DIR.parquet mine --engine ballista --scheduler df://localhost:50050`"
+                    .into(),
+            ),
+        }
+        .into());
+    }
+    if args.engine_memory.is_some() && args.engine != Engine::Datafusion {
+        return Err(super::Failure {
+            code: exit::USAGE,
+            message: "--engine-memory sets the budget of --engine datafusion".into(),
+            hint: Some(
+                "e.g. `chainweaver --store DIR.parquet mine --engine datafusion --engine-memory 4096`"
                     .into(),
             ),
         }

@@ -534,6 +534,70 @@ fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_a
         "generated.parquet",
         &["--sample", "25", "--probe", "8", "--max-candidates", "30"],
     );
+    // With the smallest memory budget and a temporary folder of its own: the same patterns,
+    // and the tables the engine kept between lengths are gone when it exits.
+    let scratch = dir.path().join("scratch");
+    std::fs::create_dir(&scratch).unwrap();
+    let mut args = vec![
+        "-q",
+        "--store",
+        "generated.parquet",
+        "--format",
+        "json",
+        "mine",
+        "--engine",
+        "datafusion",
+        "--engine-memory",
+        "64",
+    ];
+    args.extend_from_slice(&GENERATED_FLAGS);
+    let budgeted = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+        .args(&args)
+        .current_dir(dir.path())
+        .env("TMPDIR", &scratch)
+        .env_remove("CHAINWEAVER_STORE")
+        .output()
+        .unwrap();
+    assert!(
+        budgeted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&budgeted.stderr)
+    );
+    let budgeted: Value = serde_json::from_slice(&budgeted.stdout).unwrap();
+    assert_eq!(
+        patterns_of(&budgeted),
+        mined(dir.path(), "generated.parquet", &GENERATED_FLAGS)
+    );
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// `--engine-memory` is the embedded engine's budget; anywhere else it is a usage error.
+#[test]
+fn engine_memory_without_the_datafusion_engine_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["mine", "--engine-memory", "1024"][..],
+        &[
+            "mine",
+            "--engine",
+            "ballista",
+            "--scheduler",
+            "df://localhost:1",
+            "--engine-memory",
+            "1024",
+        ],
+    ] {
+        let refused = chainweaver(dir.path(), args);
+        assert_eq!(refused.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains("--engine-memory sets the budget of --engine datafusion"),
+            "{stderr}"
+        );
+    }
+    let too_small = chainweaver(dir.path(), &["mine", "--engine-memory", "10"]);
+    assert_eq!(too_small.status.code(), Some(2));
 }
 
 #[cfg(feature = "datafusion")]

@@ -32,6 +32,8 @@ use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
+use datafusion::execution::memory_pool::FairSpillPool;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 use super::extend;
@@ -42,8 +44,12 @@ use crate::error::{AnalyzerError, Result};
 /// Where the counting plans run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Runner {
-    /// DataFusion in this process, on this many threads.
-    Embedded { threads: usize },
+    /// DataFusion in this process, on this many threads; past `memory_budget` bytes its sorts
+    /// and groupings spill to disk (`None`: no budget; see [`default_memory_budget`]).
+    Embedded {
+        threads: usize,
+        memory_budget: Option<usize>,
+    },
     /// A Ballista cluster, by its scheduler's URL (`df://host:port`).
     #[cfg(feature = "ballista")]
     Ballista { scheduler: String },
@@ -67,18 +73,39 @@ impl Runner {
     /// couple when it only plans them and collects a cluster's results.
     fn threads(&self) -> usize {
         match self {
-            Self::Embedded { threads } => (*threads).max(1),
+            Self::Embedded { threads, .. } => (*threads).max(1),
             #[cfg(feature = "ballista")]
             Self::Ballista { .. } => 2,
         }
     }
 
     /// The session the plans are made in; a cluster's scheduler sets its own partitioning.
+    /// Embedded, the tables kept between levels go to a scratch folder that lives as long as
+    /// the session.
     async fn context(&self) -> Result<SessionContext, String> {
         match self {
-            Self::Embedded { threads } => Ok(SessionContext::new_with_config(
-                SessionConfig::new().with_target_partitions((*threads).max(1)),
-            )),
+            Self::Embedded {
+                threads,
+                memory_budget,
+            } => {
+                let scratch = Arc::new(extend::Scratch::new(None)?);
+                // No per-file statistics: the plans filter nothing by them, and collecting them
+                // read every file's footer at once, holding a descriptor open for each (past
+                // the open-file limit at 28,014 files, 100M generated steps).
+                let config = scratch.install(
+                    SessionConfig::new()
+                        .with_target_partitions((*threads).max(1))
+                        .with_collect_statistics(false),
+                );
+                let Some(budget) = memory_budget else {
+                    return Ok(SessionContext::new_with_config(config));
+                };
+                let runtime = RuntimeEnvBuilder::new()
+                    .with_memory_pool(Arc::new(FairSpillPool::new(*budget)))
+                    .build_arc()
+                    .map_err(|e| e.to_string())?;
+                Ok(SessionContext::new_with_config_rt(config, runtime))
+            }
             #[cfg(feature = "ballista")]
             Self::Ballista { scheduler } => {
                 use ballista::prelude::SessionContextExt;
@@ -88,6 +115,23 @@ impl Runner {
             }
         }
     }
+}
+
+/// Half the machine's memory (Linux: `MemTotal` in `/proc/meminfo`), the embedded engine's
+/// default budget: the counting plans' sorts and groupings grow with the steps, and past it
+/// they spill to disk instead of taking memory the rest of the run (and the machine) needs.
+/// `None` where the total cannot be read.
+pub fn default_memory_budget() -> Option<usize> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: usize = meminfo
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib.saturating_mul(1024) / 2)
 }
 
 /// Rows a batch of the tool-name stream holds.

@@ -23,18 +23,119 @@
 //! along the prefixes of those patterns only ([`located_occurrences`]), and an evenly spread
 //! sample of each is taken in the plan, ordered by `pos`: storage order, as the in-process
 //! miner samples.
+//!
+//! The kept tables (`numbered`, each level's occurrences and extensions, the trail of the
+//! chosen patterns' prefixes) are written as Arrow IPC files to the session's [`Scratch`]
+//! folder and read back from there, each deleted once replaced: they grow with the steps
+//! (about 12 bytes a step each), so in memory they would set the peak at 100M steps; on disk
+//! the peak is what one plan holds at a time.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use chainweaver_recorder::model::dataset::steps;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringBuilder, UInt32Array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, UInt32Type};
 use datafusion::datasource::MemTable;
-use datafusion::prelude::SessionContext;
+use datafusion::datasource::file_format::options::ArrowReadOptions;
+use datafusion::prelude::{SessionConfig, SessionContext};
 
 use super::sql::{CountedPattern, CountingQuery};
+
+/// The folder a session's kept tables are written to, as a session extension
+/// ([`SessionConfig::with_extension`]); what it holds is removed with it.
+pub(super) struct Scratch {
+    dir: tempfile::TempDir,
+    written: AtomicUsize,
+    /// The folder of each kept table, by name.
+    tables: Mutex<HashMap<String, PathBuf>>,
+}
+
+impl Scratch {
+    /// A fresh folder under `parent` (the system's temporary folder when `None`).
+    pub(super) fn new(parent: Option<&Path>) -> Result<Self, String> {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("chainweaver-engine-");
+        let dir = match parent {
+            Some(parent) => builder.tempdir_in(parent),
+            None => builder.tempdir(),
+        }
+        .map_err(|e| format!("cannot make a scratch folder: {e}"))?;
+        Ok(Self {
+            dir,
+            written: AtomicUsize::new(0),
+            tables: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// `config` with this folder for the kept tables.
+    pub(super) fn install(self: &Arc<Self>, config: SessionConfig) -> SessionConfig {
+        config.with_extension(Arc::clone(self))
+    }
+
+    fn of(context: &SessionContext) -> Result<Arc<Self>, String> {
+        context
+            .state()
+            .config()
+            .get_extension::<Self>()
+            .ok_or_else(|| "the session has no scratch folder".to_string())
+    }
+
+    fn fresh_folder(&self, name: &str) -> PathBuf {
+        let n = self.written.fetch_add(1, Ordering::Relaxed);
+        self.dir.path().join(format!("{name}-{n}"))
+    }
+
+    fn remember(&self, name: &str, folder: PathBuf) -> Option<PathBuf> {
+        self.tables
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(name.to_string(), folder)
+    }
+
+    /// The folders of the tables kept now, and the files in each, by folder name.
+    #[cfg(test)]
+    fn listing(&self) -> BTreeMap<String, Vec<String>> {
+        let names = |dir: &Path| -> Vec<String> {
+            let mut names: Vec<String> = std::fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names
+        };
+        names(self.dir.path())
+            .into_iter()
+            .map(|folder| {
+                let files = names(&self.dir.path().join(&folder));
+                (folder, files)
+            })
+            .collect()
+    }
+
+    fn take(&self, name: &str) -> Option<PathBuf> {
+        self.tables
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .remove(name)
+    }
+}
+
+/// Deregister the table `name` and delete its files, if it was kept on disk.
+fn forget(context: &SessionContext, name: &str) {
+    let _ = context.deregister_table(name);
+    if let Some(folder) = Scratch::of(context).ok().and_then(|s| s.take(name)) {
+        // Deleting frees the disk early; what is left goes with the scratch folder.
+        let _ = std::fs::remove_dir_all(folder);
+    }
+}
 
 /// `pos / TRACE_STRIDE` is a step's trace; steps of one trace are consecutive below it.
 const TRACE_STRIDE: i64 = 1 << 32;
@@ -119,7 +220,7 @@ pub(super) async fn frequent_rows(
         length += 1;
     }
     for table in [OCCURRENCES, EXTENDED, FREQUENT] {
-        let _ = context.deregister_table(table);
+        forget(context, table);
     }
     Ok(Counted { rows, tool_names })
 }
@@ -127,7 +228,7 @@ pub(super) async fn frequent_rows(
 /// Let go of the tables [`frequent_rows`] kept.
 pub(super) fn release(context: &SessionContext) {
     for table in [NUMBERED, TOOL_IDS, TRAIL, STEPPED, TRACE_DAYS] {
-        let _ = context.deregister_table(table);
+        forget(context, table);
     }
 }
 
@@ -242,9 +343,12 @@ pub(super) async fn located_occurrences(
     let days = run(
         context,
         &format!(
-            "SELECT f.pattern, d.day, COUNT(DISTINCT f.pos / {TRACE_STRIDE}) AS traces
-FROM ({union}) f JOIN {TRACE_DAYS} d ON d.{ORDINAL} = f.pos / {TRACE_STRIDE}
-GROUP BY f.pattern, d.day"
+            // Distinct (pattern, trace) pairs first, a plain grouping, then counted per day: a
+            // `COUNT(DISTINCT)` per group would hold a set of traces for every group at once.
+            "SELECT t.pattern, d.day, COUNT(*) AS traces
+FROM (SELECT DISTINCT pattern, pos / {TRACE_STRIDE} AS trace FROM ({union}) f) t
+JOIN {TRACE_DAYS} d ON d.{ORDINAL} = t.trace
+GROUP BY t.pattern, d.day"
         ),
     )
     .await;
@@ -274,9 +378,9 @@ GROUP BY f.pattern, d.day"
         run(context, &sql).await
     };
     for table in &found_levels {
-        let _ = context.deregister_table(table.as_str());
+        forget(context, table);
     }
-    let _ = context.deregister_table(TRAIL);
+    forget(context, TRAIL);
     for batch in days? {
         read_days(&batch, &mut found.by_day)?;
     }
@@ -304,7 +408,6 @@ JOIN (SELECT {ORDINAL}, MIN({index}) AS first FROM {relation} WHERE {started} IS
         index = steps::STEP_INDEX,
         started = steps::STARTED_AT,
     );
-    let _ = context.deregister_table(TRACE_DAYS);
     materialize(context, &sql, TRACE_DAYS).await
 }
 
@@ -395,15 +498,8 @@ JOIN {NUMBERED} n ON n.pos = o.pos + {depth}
 JOIN {STEPPED} w ON w.parent = o.node AND w.tool = n.tool"
             )
         };
-        let frame = context.sql(&sql).await.map_err(|e| e.to_string())?;
-        let schema = frame.schema().inner().clone();
-        let partitions = frame
-            .collect_partitioned()
-            .await
-            .map_err(|e| e.to_string())?;
-        let _ = context.deregister_table(TRAIL);
+        materialize(context, &sql, TRAIL).await?;
         let _ = context.deregister_table(STEPPED);
-        register(context, TRAIL, schema, partitions)?;
         let Some(ends) = tree.ends.get(depth).filter(|ends| !ends.is_empty()) else {
             continue;
         };
@@ -621,9 +717,8 @@ async fn keep_occurrences(
 JOIN {FREQUENT} f ON o.prefix = f.prefix AND o.tool = f.tool"
         )
     };
-    let _ = context.deregister_table(OCCURRENCES);
     materialize(context, &sql, OCCURRENCES).await?;
-    let _ = context.deregister_table(EXTENDED);
+    forget(context, EXTENDED);
     Ok(())
 }
 
@@ -635,19 +730,49 @@ async fn extend_occurrences(context: &SessionContext, length: usize) -> Result<(
 FROM {OCCURRENCES} o JOIN {NUMBERED} n ON n.pos = o.pos + {length}"
     );
     materialize(context, &sql, EXTENDED).await?;
-    let _ = context.deregister_table(OCCURRENCES);
+    forget(context, OCCURRENCES);
     Ok(())
 }
 
-/// Run `sql` and keep its result in the session as `name`, in the partitions it came in.
+/// Run `sql` and keep its result as the table `name` (replacing one of that name, which `sql`
+/// may read): Arrow IPC files in a fresh folder of the session's [`Scratch`], written by the
+/// plan as it runs, so the result never has to fit in memory.
 async fn materialize(context: &SessionContext, sql: &str, name: &str) -> Result<(), String> {
-    let frame = context.sql(sql).await.map_err(|e| e.to_string())?;
-    let schema = frame.schema().inner().clone();
-    let partitions = frame
-        .collect_partitioned()
+    let text = |e: datafusion::error::DataFusionError| e.to_string();
+    let scratch = Scratch::of(context)?;
+    let folder = scratch.fresh_folder(name);
+    std::fs::create_dir_all(&folder)
+        .map_err(|e| format!("cannot write to {}: {e}", folder.display()))?;
+    let frame = context.sql(sql).await.map_err(text)?;
+    let schema = frame.schema().as_arrow().clone();
+    // A trailing separator makes it a folder of files, one per writer, rather than one file.
+    let target = format!("{}/", folder.display());
+    let written = context
+        .sql(&format!(
+            "COPY ({sql}) TO {} STORED AS ARROW",
+            super::sql::string_literal(&target)
+        ))
         .await
-        .map_err(|e| e.to_string())?;
-    register(context, name, schema, partitions)
+        .map_err(text)?
+        .collect()
+        .await;
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&folder);
+        return Err(e.to_string());
+    }
+    forget(context, name);
+    let options = ArrowReadOptions {
+        schema: Some(&schema),
+        ..ArrowReadOptions::default()
+    };
+    let registered = context
+        .register_arrow(name, &target, options)
+        .await
+        .map_err(text);
+    if let Some(old) = scratch.remember(name, folder) {
+        let _ = std::fs::remove_dir_all(old);
+    }
+    registered
 }
 
 fn register(
@@ -804,8 +929,9 @@ mod tests {
             .build()
             .expect("a runtime");
         runtime.block_on(async {
+            let scratch = Arc::new(Scratch::new(None).expect("a scratch folder"));
             let context = SessionContext::new_with_config(
-                datafusion::prelude::SessionConfig::new().with_target_partitions(2),
+                scratch.install(SessionConfig::new().with_target_partitions(2)),
             );
             context
                 .register_table(steps::TABLE, Arc::new(steps_table(traces)))
@@ -924,6 +1050,53 @@ mod tests {
                 assert_eq!(found.total, every.len() as u64, "pattern {pattern}");
             }
         }
+    }
+
+    #[test]
+    fn kept_tables_are_files_in_the_scratch_folder_each_deleted_once_replaced() {
+        let traces: Vec<Vec<&str>> = vec![
+            vec!["a", "b", "c", "a", "b", "c", "d"],
+            vec!["a", "b", "c", "d"],
+            vec!["b", "c", "d", "a"],
+        ];
+        let query = CountingQuery::new(2, 1, 5);
+        let expected = counted(&traces, &query);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let scratch = Arc::new(Scratch::new(None).expect("a scratch folder"));
+        let (during, after_release) = runtime.block_on(async {
+            let context = SessionContext::new_with_config(
+                scratch.install(SessionConfig::new().with_target_partitions(2)),
+            );
+            context
+                .register_table(steps::TABLE, Arc::new(steps_table(&traces)))
+                .expect("registered");
+            let mut rows = frequent_rows(&context, steps::TABLE, &query)
+                .await
+                .expect("counted")
+                .rows;
+            rows.sort();
+            assert_eq!(rows, expected);
+            // `numbered` is read from its files: the totals come from them.
+            let totals = numbered_totals(&context).await.expect("totals");
+            assert_eq!(totals, (15, 4));
+            let during = scratch.listing();
+            release(&context);
+            (during, scratch.listing())
+        });
+        // Of the levels' occurrences and extensions (one folder per length written), only
+        // `numbered` is left once counting is done, as Arrow IPC files.
+        let folders: Vec<&String> = during.keys().collect();
+        assert_eq!(folders.len(), 1, "{during:?}");
+        assert!(folders[0].starts_with("numbered-"), "{during:?}");
+        let files = &during[folders[0]];
+        assert!(!files.is_empty(), "{during:?}");
+        assert!(files.iter().all(|f| f.ends_with(".arrow")), "{during:?}");
+        assert!(after_release.is_empty(), "{after_release:?}");
+        let folder = scratch.dir.path().to_path_buf();
+        drop(scratch);
+        assert!(!folder.exists(), "the scratch folder goes with the session");
     }
 
     #[test]
