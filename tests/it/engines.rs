@@ -572,6 +572,37 @@ fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_a
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A Parquet file beside the committed parts of a day (what an append that crashed after its
+/// renames and before its manifest leaves) is not counted: the engine reads that day's
+/// committed files one by one, and the other days by their folders.
+#[cfg(feature = "datafusion")]
+#[test]
+fn a_part_no_manifest_lists_is_not_counted_by_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_parquet_store(dir.path(), "generated.parquet", "400", "3");
+    let expected = mined(dir.path(), "generated.parquet", &GENERATED_FLAGS);
+    let day = std::fs::read_dir(dir.path().join("generated.parquet/steps"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .expect("a day partition");
+    let part = std::fs::read_dir(&day)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .expect("a part");
+    std::fs::copy(
+        &part,
+        day.join("part-999999999999-ffffffffffffffff.parquet"),
+    )
+    .unwrap();
+    assert_datafusion_agrees(dir.path(), "generated.parquet", &GENERATED_FLAGS);
+    assert_eq!(
+        mined(dir.path(), "generated.parquet", &GENERATED_FLAGS),
+        expected
+    );
+}
+
 /// `--engine-memory` is the embedded engine's budget; anywhere else it is a usage error.
 #[test]
 fn engine_memory_without_the_datafusion_engine_is_a_usage_error() {

@@ -264,6 +264,55 @@ pub fn mine(
     })
 }
 
+/// The paths to register `files` (committed parts) by: a partition folder (with a trailing
+/// separator) where every Parquet file in it is one of `files`, else the folder's files one by
+/// one. Each query plans its scan by looking up every path given (a `head` per file path, whose
+/// open descriptors pile up while the lookups wait to be collected): file by file, 28,014
+/// parts (100M generated steps) passed the open-file limit, where one folder per day is a
+/// listing.
+fn table_paths(files: &[PathBuf]) -> Vec<String> {
+    let mut by_folder: std::collections::BTreeMap<
+        &std::path::Path,
+        std::collections::BTreeSet<&std::ffi::OsStr>,
+    > = std::collections::BTreeMap::new();
+    let mut loose: Vec<String> = Vec::new();
+    for file in files {
+        match (file.parent(), file.file_name()) {
+            (Some(folder), Some(name)) => {
+                by_folder.entry(folder).or_default().insert(name);
+            }
+            _ => loose.push(file.to_string_lossy().into_owned()),
+        }
+    }
+    for (folder, committed) in by_folder {
+        let on_disk: Option<HashSet<std::ffi::OsString>> =
+            std::fs::read_dir(folder).ok().map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok())
+                    .map(|entry| entry.file_name())
+                    .filter(|name| name.to_string_lossy().ends_with(".parquet"))
+                    .collect()
+            });
+        let whole = on_disk.is_some_and(|on_disk| {
+            on_disk.len() == committed.len()
+                && on_disk
+                    .iter()
+                    .all(|name| committed.contains(name.as_os_str()))
+        });
+        if whole {
+            loose.push(format!("{}/", folder.display()));
+        } else {
+            // A crashed append's parts lie beside the committed ones: name those one by one.
+            loose.extend(
+                committed
+                    .iter()
+                    .map(|name| folder.join(name).to_string_lossy().into_owned()),
+            );
+        }
+    }
+    loose
+}
+
 /// The first file whose Parquet footer cannot be read, or that lacks a column the plans read,
 /// with the reason.
 fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
@@ -379,9 +428,9 @@ impl Plans<'_> {
         match (self.source, stream) {
             (StepSource::Files(files), _) if files.is_empty() => return Ok(false),
             (StepSource::Files(files), _) => {
-                let urls = files
+                let urls = table_paths(files)
                     .iter()
-                    .map(|file| ListingTableUrl::parse(file.to_string_lossy()))
+                    .map(|path| ListingTableUrl::parse(path))
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(text)?;
                 let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
