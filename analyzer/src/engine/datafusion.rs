@@ -430,7 +430,7 @@ impl Plans<'_> {
             (StepSource::Files(files), _) => {
                 let urls = table_paths(files)
                     .iter()
-                    .map(|path| ListingTableUrl::parse(path))
+                    .map(ListingTableUrl::parse)
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(text)?;
                 let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
