@@ -12,7 +12,6 @@ use crate::{chainweaver, shared_datasets};
 
 /// `python3` with DuckDB and PySpark (and Java for Spark), or `None` (skip); under CI (`CI` set)
 /// they must be there.
-#[allow(clippy::print_stderr)]
 fn python_with_engines() -> bool {
     if !crate::python_imports("duckdb, pyspark") {
         return false;
@@ -21,14 +20,7 @@ fn python_with_engines() -> bool {
         .arg("-version")
         .output()
         .is_ok_and(|out| out.status.success());
-    assert!(
-        java || std::env::var_os("CI").is_none(),
-        "CI is set but java is missing (Spark needs it)"
-    );
-    if !java {
-        eprintln!("skipping: no java");
-    }
-    java
+    crate::peer_present(java, "java is missing (Spark needs it)")
 }
 
 /// `candidates list --format json` of `store`.
@@ -551,13 +543,7 @@ fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_a
         "64",
     ];
     args.extend_from_slice(&GENERATED_FLAGS);
-    let budgeted = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
-        .args(&args)
-        .current_dir(dir.path())
-        .env("TMPDIR", &scratch)
-        .env_remove("CHAINWEAVER_STORE")
-        .output()
-        .unwrap();
+    let budgeted = crate::chainweaver_with_env(dir.path(), &args, &[("TMPDIR", &scratch)]);
     assert!(
         budgeted.status.success(),
         "{}",

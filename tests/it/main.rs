@@ -21,10 +21,16 @@ use std::process::{Command, Output};
 
 /// Run the `chainweaver` binary in `dir` with the default store (`chainweaver.db` there).
 pub fn chainweaver(dir: &Path, args: &[&str]) -> Output {
+    chainweaver_with_env(dir, args, &[])
+}
+
+/// [`chainweaver`] with environment variables set for it.
+pub fn chainweaver_with_env(dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_chainweaver"))
         .args(args)
         .current_dir(dir)
         .env_remove("CHAINWEAVER_STORE")
+        .envs(env.iter().copied())
         .output()
         .expect("the chainweaver binary runs")
 }
@@ -39,18 +45,28 @@ pub fn holds_bytes(bytes: &[u8], needle: &str) -> bool {
 
 /// True when `python3` can run `import MODULES` (a peer a test drives). `None`-like skip on a
 /// developer machine without it; under CI (`CI` set) a missing package fails the test.
-#[allow(dead_code, clippy::print_stderr)]
+#[allow(dead_code)]
 pub fn python_imports(modules: &str) -> bool {
     let found = Command::new("python3")
         .args(["-c", &format!("import {modules}")])
         .output()
         .is_ok_and(|out| out.status.success());
+    peer_present(
+        found,
+        &format!("python3 cannot import {modules} (pip install -r .ci/requirements.txt)"),
+    )
+}
+
+/// `found`, for a peer a test needs; when it is missing, `missing` says why: the test is
+/// skipped on a developer machine and fails under CI (`CI` set).
+#[allow(dead_code, clippy::print_stderr)]
+pub fn peer_present(found: bool, missing: &str) -> bool {
     assert!(
         found || std::env::var_os("CI").is_none(),
-        "CI is set but python3 cannot import {modules} (pip install -r .ci/requirements.txt)"
+        "CI is set but {missing}"
     );
     if !found {
-        eprintln!("skipping: python3 cannot import {modules}");
+        eprintln!("skipping: {missing}");
     }
     found
 }

@@ -15,8 +15,9 @@
 //! A cluster reads the files where they are, so it needs a Parquet store whose paths its
 //! executors can open.
 
-use std::collections::HashSet;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chainweaver_recorder::model::candidate::PatternSummary;
@@ -88,10 +89,9 @@ impl Runner {
                 threads,
                 memory_budget,
             } => {
-                let scratch = Arc::new(extend::Scratch::new(None)?);
-                // No per-file statistics: the plans filter nothing by them, and collecting them
-                // read every file's footer at once, holding a descriptor open for each (past
-                // the open-file limit at 28,014 files, 100M generated steps).
+                let scratch = Arc::new(extend::Scratch::new()?);
+                // No per-file statistics: the plans prune nothing by them, and collecting them
+                // reads every part's footer whenever a query over the steps is planned.
                 let config = scratch.install(
                     SessionConfig::new()
                         .with_target_partitions((*threads).max(1))
@@ -271,46 +271,36 @@ pub fn mine(
 /// parts (100M generated steps) passed the open-file limit, where one folder per day is a
 /// listing.
 fn table_paths(files: &[PathBuf]) -> Vec<String> {
-    let mut by_folder: std::collections::BTreeMap<
-        &std::path::Path,
-        std::collections::BTreeSet<&std::ffi::OsStr>,
-    > = std::collections::BTreeMap::new();
-    let mut loose: Vec<String> = Vec::new();
+    let mut by_folder: BTreeMap<&Path, BTreeSet<OsString>> = BTreeMap::new();
+    let mut paths: Vec<String> = Vec::new();
     for file in files {
         match (file.parent(), file.file_name()) {
             (Some(folder), Some(name)) => {
-                by_folder.entry(folder).or_default().insert(name);
+                by_folder.entry(folder).or_default().insert(name.to_owned());
             }
-            _ => loose.push(file.to_string_lossy().into_owned()),
+            _ => paths.push(file.to_string_lossy().into_owned()),
         }
     }
     for (folder, committed) in by_folder {
-        let on_disk: Option<HashSet<std::ffi::OsString>> =
-            std::fs::read_dir(folder).ok().map(|entries| {
-                entries
-                    .filter_map(|entry| entry.ok())
-                    .map(|entry| entry.file_name())
-                    .filter(|name| name.to_string_lossy().ends_with(".parquet"))
-                    .collect()
-            });
-        let whole = on_disk.is_some_and(|on_disk| {
-            on_disk.len() == committed.len()
-                && on_disk
-                    .iter()
-                    .all(|name| committed.contains(name.as_os_str()))
+        let on_disk: Option<BTreeSet<OsString>> = std::fs::read_dir(folder).ok().map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok())
+                .map(|entry| entry.file_name())
+                .filter(|name| name.to_string_lossy().ends_with(".parquet"))
+                .collect()
         });
-        if whole {
-            loose.push(format!("{}/", folder.display()));
+        if on_disk.as_ref() == Some(&committed) {
+            paths.push(format!("{}/", folder.display()));
         } else {
             // A crashed append's parts lie beside the committed ones: name those one by one.
-            loose.extend(
+            paths.extend(
                 committed
                     .iter()
                     .map(|name| folder.join(name).to_string_lossy().into_owned()),
             );
         }
     }
-    loose
+    paths
 }
 
 /// The first file whose Parquet footer cannot be read, or that lacks a column the plans read,

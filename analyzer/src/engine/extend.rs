@@ -31,7 +31,7 @@
 //! the peak is what one plan holds at a time.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -55,15 +55,12 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    /// A fresh folder under `parent` (the system's temporary folder when `None`).
-    pub(super) fn new(parent: Option<&Path>) -> Result<Self, String> {
-        let mut builder = tempfile::Builder::new();
-        builder.prefix("chainweaver-engine-");
-        let dir = match parent {
-            Some(parent) => builder.tempdir_in(parent),
-            None => builder.tempdir(),
-        }
-        .map_err(|e| format!("cannot make a scratch folder: {e}"))?;
+    /// A fresh folder in the system's temporary folder (`TMPDIR`).
+    pub(super) fn new() -> Result<Self, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("chainweaver-engine-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a scratch folder: {e}"))?;
         Ok(Self {
             dir,
             written: AtomicUsize::new(0),
@@ -89,17 +86,17 @@ impl Scratch {
         self.dir.path().join(format!("{name}-{n}"))
     }
 
-    fn remember(&self, name: &str, folder: PathBuf) -> Option<PathBuf> {
+    fn remember(&self, name: &str, folder: PathBuf) {
         self.tables
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(name.to_string(), folder)
+            .insert(name.to_string(), folder);
     }
 
     /// The folders of the tables kept now, and the files in each, by folder name.
     #[cfg(test)]
     fn listing(&self) -> BTreeMap<String, Vec<String>> {
-        let names = |dir: &Path| -> Vec<String> {
+        let names = |dir: &std::path::Path| -> Vec<String> {
             let mut names: Vec<String> = std::fs::read_dir(dir)
                 .map(|entries| {
                     entries
@@ -765,14 +762,12 @@ async fn materialize(context: &SessionContext, sql: &str, name: &str) -> Result<
         schema: Some(&schema),
         ..ArrowReadOptions::default()
     };
-    let registered = context
+    // Remembered first, so a failed registration's files still go with `forget` or the folder.
+    scratch.remember(name, folder);
+    context
         .register_arrow(name, &target, options)
         .await
-        .map_err(text);
-    if let Some(old) = scratch.remember(name, folder) {
-        let _ = std::fs::remove_dir_all(old);
-    }
-    registered
+        .map_err(text)
 }
 
 fn register(
@@ -929,7 +924,7 @@ mod tests {
             .build()
             .expect("a runtime");
         runtime.block_on(async {
-            let scratch = Arc::new(Scratch::new(None).expect("a scratch folder"));
+            let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
             let context = SessionContext::new_with_config(
                 scratch.install(SessionConfig::new().with_target_partitions(2)),
             );
@@ -1064,7 +1059,7 @@ mod tests {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("a runtime");
-        let scratch = Arc::new(Scratch::new(None).expect("a scratch folder"));
+        let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
         let (during, after_release) = runtime.block_on(async {
             let context = SessionContext::new_with_config(
                 scratch.install(SessionConfig::new().with_target_partitions(2)),
