@@ -76,6 +76,23 @@ impl Tmux {
         }
     }
 
+    /// Wait until the pane shows `text` and nothing is still loading: a view draws its rows
+    /// as soon as they arrive, and the verdicts that order them can come later.
+    fn wait_for_loaded(&self, text: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let pane = self.wait_for(text);
+            if !pane.contains("[loading]") {
+                return pane;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "pane never finished loading:\n{pane}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn pane_dead(&self) -> bool {
         let out = Self::run(&["display-message", "-p", "-t", &self.session, "#{pane_dead}"]);
         String::from_utf8_lossy(&out.stdout).trim() == "1"
@@ -214,7 +231,7 @@ fn review_the_top_verified_candidate_of_tau_bench() {
     tmux.literal("candidates");
     tmux.keys(&["Enter"]);
     // The best candidate is the top verified one, its replays all exact.
-    let table = tmux.wait_for("best first");
+    let table = tmux.wait_for_loaded("best first");
     assert!(
         table.contains("find_user_id_by_name_zip -> get_user_details -> get_order_details")
             && table.contains("verified 57/57"),
