@@ -22,6 +22,9 @@ _chainweaver() {
             chainweaver,candidates)
                 cmd="chainweaver__subcmd__candidates"
                 ;;
+            chainweaver,cluster)
+                cmd="chainweaver__subcmd__cluster"
+                ;;
             chainweaver,collect)
                 cmd="chainweaver__subcmd__collect"
                 ;;
@@ -94,6 +97,24 @@ _chainweaver() {
             chainweaver__subcmd__candidates__subcmd__help,show)
                 cmd="chainweaver__subcmd__candidates__subcmd__help__subcmd__show"
                 ;;
+            chainweaver__subcmd__cluster,executor)
+                cmd="chainweaver__subcmd__cluster__subcmd__executor"
+                ;;
+            chainweaver__subcmd__cluster,help)
+                cmd="chainweaver__subcmd__cluster__subcmd__help"
+                ;;
+            chainweaver__subcmd__cluster,scheduler)
+                cmd="chainweaver__subcmd__cluster__subcmd__scheduler"
+                ;;
+            chainweaver__subcmd__cluster__subcmd__help,executor)
+                cmd="chainweaver__subcmd__cluster__subcmd__help__subcmd__executor"
+                ;;
+            chainweaver__subcmd__cluster__subcmd__help,help)
+                cmd="chainweaver__subcmd__cluster__subcmd__help__subcmd__help"
+                ;;
+            chainweaver__subcmd__cluster__subcmd__help,scheduler)
+                cmd="chainweaver__subcmd__cluster__subcmd__help__subcmd__scheduler"
+                ;;
             chainweaver__subcmd__datasets,generate)
                 cmd="chainweaver__subcmd__datasets__subcmd__generate"
                 ;;
@@ -147,6 +168,9 @@ _chainweaver() {
                 ;;
             chainweaver__subcmd__help,candidates)
                 cmd="chainweaver__subcmd__help__subcmd__candidates"
+                ;;
+            chainweaver__subcmd__help,cluster)
+                cmd="chainweaver__subcmd__help__subcmd__cluster"
                 ;;
             chainweaver__subcmd__help,collect)
                 cmd="chainweaver__subcmd__help__subcmd__collect"
@@ -204,6 +228,12 @@ _chainweaver() {
                 ;;
             chainweaver__subcmd__help__subcmd__candidates,show)
                 cmd="chainweaver__subcmd__help__subcmd__candidates__subcmd__show"
+                ;;
+            chainweaver__subcmd__help__subcmd__cluster,executor)
+                cmd="chainweaver__subcmd__help__subcmd__cluster__subcmd__executor"
+                ;;
+            chainweaver__subcmd__help__subcmd__cluster,scheduler)
+                cmd="chainweaver__subcmd__help__subcmd__cluster__subcmd__scheduler"
                 ;;
             chainweaver__subcmd__help__subcmd__datasets,generate)
                 cmd="chainweaver__subcmd__help__subcmd__datasets__subcmd__generate"
@@ -320,7 +350,7 @@ _chainweaver() {
 
     case "${cmd}" in
         chainweaver)
-            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay serve completions help"
+            opts="-q -h -V --store --format --quiet --help --version analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay serve cluster completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -342,7 +372,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__analyze)
-            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --engine-memory --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
+            opts="-q -h -V --input-format --source --prefix --rejects --redact-key --redact-pattern --no-redact --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --engine-memory --query-timeout --live --allow-side-effects --ignore --min-exact --min-partial --min-occurrences --min-data-flow --max-occurrences --folds --report --fold-share --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -417,6 +447,10 @@ _chainweaver() {
                     return 0
                     ;;
                 --engine-memory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --query-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -630,6 +664,168 @@ _chainweaver() {
                 return 0
             fi
             case "${prev}" in
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__cluster)
+            opts="-q -h -V --store --format --quiet --help --version scheduler executor help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__cluster__subcmd__executor)
+            opts="-q -h -V --scheduler --bind-host --external-host --port --grpc-port --slots --work-dir --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --scheduler)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --bind-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --external-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grpc-port)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --slots)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --work-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__cluster__subcmd__help)
+            opts="scheduler executor help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__cluster__subcmd__help__subcmd__executor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__cluster__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__cluster__subcmd__help__subcmd__scheduler)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__cluster__subcmd__scheduler)
+            opts="-q -h -V --bind --external-host --executor-timeout --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --bind)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --external-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --executor-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --store)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -1058,7 +1254,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help)
-            opts="analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay serve completions help"
+            opts="analyze import mine patterns candidates verify verdicts collect record traces tui datasets run flows replay serve cluster completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1128,6 +1324,48 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help__subcmd__candidates__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__cluster)
+            opts="scheduler executor"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__cluster__subcmd__executor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__cluster__subcmd__scheduler)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1608,7 +1846,7 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__mine)
-            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --engine-memory --store --format --quiet --help --version"
+            opts="-q -h -V --min-support --min-length --max-length --max-gap --any-gap --max-candidates --sample --probe --count-only --spmf --holdout --emit-sql --all-frequent --engine --scheduler --engine-memory --query-timeout --store --format --quiet --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1659,6 +1897,10 @@ _chainweaver() {
                     return 0
                     ;;
                 --engine-memory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --query-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -4,8 +4,9 @@
 # /usr/bin/time -v (wall time and peak resident memory). Both count the closed patterns,
 # sample the best-ranked patterns' occurrences, infer bindings and store candidates; the script
 # checks that they find the same patterns, supports, occurrence counts and candidates. With BENCH_BALLISTA=1 the same plans also run
-# on a local Ballista cluster (examples/ballista_cluster: a scheduler and two executors in a
-# process of their own, started once); the client is timed, and the cluster's CPU time printed.
+# on a Ballista cluster of three processes on this machine (`chainweaver cluster scheduler` and
+# two `chainweaver cluster executor` of one task slot each, on ports BENCH_BALLISTA_PORT (default
+# 50150) to +4, started once); the client is timed, and the cluster's CPU time printed.
 #
 #   scripts/bench_engine.sh [data_dir]
 #
@@ -20,19 +21,22 @@ data=${1:-$target/bench-engine}
 sizes=${BENCH_ENGINE_SIZES:-"1000000 10000000"}
 mkdir -p "$data"
 
-cargo build --release --quiet --workspace --all-features --bin chainweaver --example ballista_cluster
+cargo build --release --quiet --workspace --all-features --bin chainweaver
 bin="$target/release/chainweaver"
 scheduler=""
 if [ "${BENCH_BALLISTA:-0}" = 1 ]; then
-    "$target/release/examples/ballista_cluster" 2 >"$data/cluster.url" 2>"$data/cluster.err" &
-    cluster=$!
-    trap 'kill -INT $cluster 2>/dev/null || true' EXIT
-    for _ in $(seq 100); do
-        scheduler=$(head -n 1 "$data/cluster.url")
-        [ -n "$scheduler" ] && break
-        sleep 0.1
+    port=${BENCH_BALLISTA_PORT:-50150}
+    "$bin" cluster scheduler --bind "127.0.0.1:$port" 2>"$data/scheduler.err" &
+    cluster="$!"
+    for executor in 1 2; do
+        flight=$((port + 2 * executor - 1))
+        "$bin" cluster executor --scheduler "df://localhost:$port" --bind-host 127.0.0.1 \
+            --port "$flight" --grpc-port "$((flight + 1))" --slots 1 \
+            2>"$data/executor-$executor.err" &
+        cluster="$cluster $!"
     done
-    [ -n "$scheduler" ] || { cat "$data/cluster.err" >&2; exit 1; }
+    trap 'kill $cluster 2>/dev/null || true' EXIT
+    scheduler="df://localhost:$port"
 fi
 
 # One command under /usr/bin/time -v: prints `label wall_s peak_mib`; stdout goes to $data/$label.out.
@@ -61,7 +65,7 @@ for steps in $sizes; do
     timed datafusion --store "$store" --format json mine --engine datafusion
     if [ -n "$scheduler" ]; then
         timed ballista --store "$store" --format json mine --engine ballista --scheduler "$scheduler"
-        echo "cluster CPU so far: $(ps -o times= -p "$cluster" | tr -d ' ') s"
+        echo "cluster CPU so far: $(ps -o times= -p "$(echo "$cluster" | tr ' ' ',')" | awk '{ s += $1 } END { print s }') s"
     else
         cp "$data/datafusion.out" "$data/ballista.out"
     fi

@@ -106,6 +106,12 @@ pub struct MineArgs {
     /// kept between pattern lengths always go there.
     #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(64..))]
     pub engine_memory: Option<u64>,
+    /// With --engine ballista: give up on a pattern length's query after this many seconds
+    /// (default 1800). A job waits as long as the cluster has no executor (the scheduler runs
+    /// a lost executor's tasks again on the others); the run then fails naming the scheduler,
+    /// and nothing is stored.
+    #[arg(long, value_name = "SECS", requires = "scheduler", value_parser = clap::value_parser!(u64).range(1..))]
+    pub query_timeout: Option<u64>,
 }
 
 /// Where `mine` counts patterns.
@@ -317,6 +323,7 @@ fn runner(args: &MineArgs) -> anyhow::Result<(Runner, &'static str)> {
         (Engine::Ballista, Some(scheduler)) => Ok((
             Runner::Ballista {
                 scheduler: scheduler.clone(),
+                query_timeout: std::time::Duration::from_secs(args.query_timeout.unwrap_or(1800)),
             },
             "ballista",
         )),

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 mod analyze;
+mod cluster;
 mod collect;
 mod completions;
 mod datasets;
@@ -193,6 +194,12 @@ pub enum Command {
     ///
     /// With stdio, stdout carries the protocol and messages go to stderr. See docs/mcp.md.
     Serve(serve::ServeArgs),
+    /// Run a Ballista cluster's scheduler or an executor, for `mine --engine ballista`.
+    ///
+    /// Built with the `ballista` feature. The parts come from the same build as the client, so
+    /// their Ballista and DataFusion versions match the plans it sends. See docs/engines.md.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
 }
@@ -267,6 +274,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Flows(args) => flows::run(args, global),
         Command::Replay(args) => replay::run(args, global),
         Command::Serve(args) => serve::run(args, global),
+        Command::Cluster(command) => cluster::run(command, global),
         Command::Completions(args) => completions::run(args),
     }
 }

@@ -929,3 +929,250 @@ fn a_sqlite_store_on_ballista_is_refused_with_how_to_convert_it() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("traces convert"), "{stderr}");
 }
+
+/// A port nothing listens on (just freed).
+#[cfg(feature = "ballista")]
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A part of a cluster, `chainweaver cluster ARGS` as a process of its own (its log in
+/// `dir/NAME.log`), killed when dropped.
+#[cfg(feature = "ballista")]
+struct ClusterPart {
+    child: std::process::Child,
+    log: PathBuf,
+}
+
+#[cfg(feature = "ballista")]
+impl ClusterPart {
+    fn start(dir: &Path, name: &str, args: &[&str]) -> Self {
+        let log = dir.join(format!("{name}.log"));
+        let file = std::fs::File::create(&log).unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+            .arg("cluster")
+            .args(args)
+            .current_dir(dir)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        Self { child, log }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+#[cfg(feature = "ballista")]
+impl Drop for ClusterPart {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A scheduler process (executor timeout 10 s) on a free port, and its `df://` URL.
+#[cfg(feature = "ballista")]
+fn scheduler_process(dir: &Path) -> (ClusterPart, String) {
+    let port = free_port();
+    let bind = format!("127.0.0.1:{port}");
+    let scheduler = ClusterPart::start(
+        dir,
+        "scheduler",
+        &["scheduler", "--bind", &bind, "--executor-timeout", "10"],
+    );
+    (scheduler, format!("df://localhost:{port}"))
+}
+
+/// An executor process of one task slot polling `scheduler`, writing its shuffle output to
+/// `work_dir`.
+#[cfg(feature = "ballista")]
+fn executor_process(dir: &Path, name: &str, scheduler: &str, work_dir: &Path) -> ClusterPart {
+    let (port, grpc_port) = (free_port().to_string(), free_port().to_string());
+    ClusterPart::start(
+        dir,
+        name,
+        &[
+            "executor",
+            "--scheduler",
+            scheduler,
+            "--bind-host",
+            "127.0.0.1",
+            "--port",
+            &port,
+            "--grpc-port",
+            &grpc_port,
+            "--slots",
+            "1",
+            "--work-dir",
+            work_dir.to_str().unwrap(),
+        ],
+    )
+}
+
+/// Every file of a folder, with its length, recursively: what "the store did not change"
+/// compares.
+#[cfg(feature = "ballista")]
+fn files_of(root: &Path) -> BTreeSet<(PathBuf, u64)> {
+    let mut found = BTreeSet::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                let length = std::fs::metadata(&path).unwrap().len();
+                found.insert((path, length));
+            }
+        }
+    }
+    found
+}
+
+/// A cluster of separate processes, a scheduler and two executors, and one executor killed
+/// (SIGKILL) once it has written shuffle output for the job `mine` submitted: the scheduler
+/// drops it, runs its tasks and the stages it served again on the other, and `mine` reports
+/// the same patterns as the in-process miner. The store does not change.
+#[cfg(feature = "ballista")]
+#[test]
+fn a_ballista_executor_killed_mid_query_is_replaced_and_the_patterns_are_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_parquet_store(dir.path(), "generated.parquet", "3000", "11");
+    let expected = mined(dir.path(), "generated.parquet", &GENERATED_FLAGS);
+    let store_before = files_of(&dir.path().join("generated.parquet"));
+
+    let (scheduler, url) = scheduler_process(dir.path());
+    let (doomed_work, other_work) = (dir.path().join("work-1"), dir.path().join("work-2"));
+    std::fs::create_dir_all(&doomed_work).unwrap();
+    std::fs::create_dir_all(&other_work).unwrap();
+    let mut doomed = executor_process(dir.path(), "executor-1", &url, &doomed_work);
+    let _other = executor_process(dir.path(), "executor-2", &url, &other_work);
+
+    let mut mine = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+        .args(["-q", "--store", "generated.parquet", "--format", "json"])
+        .args(["mine", "--engine", "ballista", "--scheduler", &url])
+        .args(["--query-timeout", "180"])
+        .args(GENERATED_FLAGS)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The doomed executor has run a task of the job once its work folder holds output.
+    let started = std::time::Instant::now();
+    while files_of(&doomed_work).is_empty() {
+        assert!(
+            mine.try_wait().unwrap().is_none(),
+            "mine ended before the executor ran a task:\n{}",
+            doomed.log()
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(300),
+            "the executor never ran a task:\n{}\n{}",
+            doomed.log(),
+            scheduler.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    doomed.child.kill().unwrap();
+    doomed.child.wait().unwrap();
+    assert!(
+        mine.try_wait().unwrap().is_none(),
+        "the executor was killed after the query ended"
+    );
+
+    let output = mine.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}\nscheduler:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        scheduler.log()
+    );
+    let counted = patterns_of(&serde_json::from_slice(&output.stdout).unwrap());
+    assert_eq!(counted.len(), expected.len());
+    assert!(counted == expected, "the patterns differ from mine's");
+    // The scheduler saw the executor go.
+    assert!(
+        scheduler.log().contains("heartbeat timed out"),
+        "{}",
+        scheduler.log()
+    );
+    assert_eq!(
+        files_of(&dir.path().join("generated.parquet")),
+        store_before
+    );
+}
+
+/// A cluster with no executor: the query waits, and `--query-timeout` gives up on it with an
+/// error naming the scheduler and what to check; the store does not change.
+#[cfg(feature = "ballista")]
+#[test]
+fn a_ballista_query_nothing_runs_is_given_up_after_the_query_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_parquet_store(dir.path(), "generated.parquet", "50", "3");
+    let store_before = files_of(&dir.path().join("generated.parquet"));
+    let (_scheduler, url) = scheduler_process(dir.path());
+    let failed = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "--store",
+            "generated.parquet",
+            "mine",
+            "--engine",
+            "ballista",
+            "--scheduler",
+            &url,
+            "--query-timeout",
+            "3",
+        ],
+    );
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "scheduler {url}: the query counting patterns of length 1 did not finish in 3 s"
+        )) && stderr.contains("has the cluster an executor left?"),
+        "{stderr}"
+    );
+    assert_eq!(
+        files_of(&dir.path().join("generated.parquet")),
+        store_before
+    );
+}
+
+/// `--query-timeout` is for a cluster: without `--scheduler` it is a usage error.
+#[test]
+fn query_timeout_without_a_scheduler_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = chainweaver(dir.path(), &["mine", "--query-timeout", "60"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--scheduler <URL>"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
+
+/// Without the `ballista` feature, `cluster` says how to get it.
+#[cfg(not(feature = "ballista"))]
+#[test]
+fn without_the_feature_a_cluster_part_is_refused_with_how_to_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = chainweaver(dir.path(), &["cluster", "scheduler"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("built without the Ballista engine")
+            && stderr.contains("--features ballista"),
+        "{stderr}"
+    );
+}

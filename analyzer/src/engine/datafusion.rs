@@ -51,9 +51,14 @@ pub enum Runner {
         threads: usize,
         memory_budget: Option<usize>,
     },
-    /// A Ballista cluster, by its scheduler's URL (`df://host:port`).
+    /// A Ballista cluster, by its scheduler's URL (`df://host:port`). A length's query that
+    /// has not finished after `query_timeout` fails the run: a job waits, and the client is
+    /// told nothing, while the cluster has no executor to run it.
     #[cfg(feature = "ballista")]
-    Ballista { scheduler: String },
+    Ballista {
+        scheduler: String,
+        query_timeout: std::time::Duration,
+    },
 }
 
 impl Runner {
@@ -107,11 +112,22 @@ impl Runner {
                 Ok(SessionContext::new_with_config_rt(config, runtime))
             }
             #[cfg(feature = "ballista")]
-            Self::Ballista { scheduler } => {
+            Self::Ballista { scheduler, .. } => {
                 use ballista::prelude::SessionContextExt;
-                SessionContext::remote(scheduler)
+                let context = SessionContext::remote(scheduler)
                     .await
-                    .map_err(|e| format!("scheduler {scheduler}: {e}"))
+                    .map_err(|e| format!("scheduler {scheduler}: {e}"))?;
+                // The static planner: when an executor is lost mid-job it runs the lost tasks
+                // and stages again on the others and the job finishes, where a job planned
+                // adaptively stalls for good (Ballista 55).
+                context
+                    .sql("SET ballista.planner.adaptive.enabled = false")
+                    .await
+                    .map_err(|e| format!("scheduler {scheduler}: {e}"))?
+                    .collect()
+                    .await
+                    .map_err(|e| format!("scheduler {scheduler}: {e}"))?;
+                Ok(context)
             }
         }
     }
@@ -469,13 +485,19 @@ impl Plans<'_> {
         let mut rows = Vec::new();
         let mut previous: Option<String> = None;
         for length in 1..=query.max_length + 1 {
-            let batches = context
-                .sql(&query.level_sql_over(&relation, length, previous.as_deref()))
-                .await
-                .map_err(text)?
-                .collect()
-                .await
-                .map_err(text)?;
+            let sql = query.level_sql_over(&relation, length, previous.as_deref());
+            let counted = async { context.sql(&sql).await?.collect().await };
+            let batches = match &self.runner {
+                #[cfg(feature = "ballista")]
+                Runner::Ballista {
+                    scheduler,
+                    query_timeout,
+                } => tokio::time::timeout(*query_timeout, counted)
+                    .await
+                    .map_err(|_| stalled(scheduler, length, *query_timeout))?,
+                Runner::Embedded { .. } => counted.await,
+            }
+            .map_err(text)?;
             if batches.iter().all(|batch| batch.num_rows() == 0) {
                 break;
             }
@@ -491,6 +513,19 @@ impl Plans<'_> {
         }
         Ok(rows)
     }
+}
+
+/// Why a cluster's query was given up on: it names the scheduler, the length it was counting
+/// and the likely cause (no executor), which only the scheduler's log can confirm.
+#[cfg(feature = "ballista")]
+fn stalled(scheduler: &str, length: usize, waited: std::time::Duration) -> String {
+    format!(
+        "scheduler {scheduler}: the query counting patterns of length {length} did not finish \
+         in {} s (has the cluster an executor left? the scheduler's log names the executors it \
+         lost); nothing was stored: run `mine` again once executors poll the scheduler, or \
+         wait longer with --query-timeout",
+        waited.as_secs()
+    )
 }
 
 /// Register `steps`: the steps of `all_steps` of the traces in `mined` (storage order), each

@@ -7,7 +7,8 @@
 //!   Parquet files in place (or its tool-name stream), closedness decided in-process; embedded
 //!   by extending occurrences with integer joins (`extend`), and with feature `ballista` on a
 //!   Ballista cluster, one SQL query per length.
-//! - `ballista` (feature `ballista`): a local Ballista cluster (a scheduler and executors).
+//! - `ballista` (feature `ballista`): a Ballista cluster's scheduler and executors, as
+//!   processes of their own or all in the calling process.
 
 pub mod sql;
 
