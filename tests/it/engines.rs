@@ -855,12 +855,7 @@ fn ballista_with_two_executors_counts_the_patterns_mine_stores() {
 fn an_unreachable_ballista_scheduler_is_named_in_the_error() {
     let dir = tempfile::tempdir().unwrap();
     generated_parquet_store(dir.path(), "generated.parquet", "50", "3");
-    // A port just freed: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::free_port();
     let scheduler = format!("df://127.0.0.1:{port}");
     let failed = chainweaver(
         dir.path(),
@@ -930,16 +925,6 @@ fn a_sqlite_store_on_ballista_is_refused_with_how_to_convert_it() {
     assert!(stderr.contains("traces convert"), "{stderr}");
 }
 
-/// A port nothing listens on (just freed).
-#[cfg(feature = "ballista")]
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A part of a cluster, `chainweaver cluster ARGS` as a process of its own (its log in
 /// `dir/NAME.log`), killed when dropped.
 #[cfg(feature = "ballista")]
@@ -981,7 +966,7 @@ impl Drop for ClusterPart {
 /// A scheduler process (executor timeout 10 s) on a free port, and its `df://` URL.
 #[cfg(feature = "ballista")]
 fn scheduler_process(dir: &Path) -> (ClusterPart, String) {
-    let port = free_port();
+    let port = crate::free_port();
     let bind = format!("127.0.0.1:{port}");
     let scheduler = ClusterPart::start(
         dir,
@@ -995,7 +980,10 @@ fn scheduler_process(dir: &Path) -> (ClusterPart, String) {
 /// `work_dir`.
 #[cfg(feature = "ballista")]
 fn executor_process(dir: &Path, name: &str, scheduler: &str, work_dir: &Path) -> ClusterPart {
-    let (port, grpc_port) = (free_port().to_string(), free_port().to_string());
+    let (port, grpc_port) = (
+        crate::free_port().to_string(),
+        crate::free_port().to_string(),
+    );
     ClusterPart::start(
         dir,
         name,

@@ -35,6 +35,15 @@ pub fn chainweaver_with_env(dir: &Path, args: &[&str], env: &[(&str, &Path)]) ->
         .expect("the chainweaver binary runs")
 }
 
+/// A port nothing listens on now (bound and freed).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 /// True when `needle` occurs in `bytes`: a byte search of a store's files, which finds what a
 /// query of the store would not (a freed page, the write-ahead log).
 pub fn holds_bytes(bytes: &[u8], needle: &str) -> bool {

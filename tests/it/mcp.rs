@@ -255,15 +255,6 @@ fn check_everything_tools(tools: &chainweaver::tool::ToolRegistry, message: &str
     assert!(echo.run(obj(json!({"message": 5}))).is_err());
 }
 
-/// A port nothing listens on now.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Start a server and wait until its standard error says `ready` (then keep draining it, so
 /// the server never blocks on a full pipe); killed when the result is dropped.
 fn serve_until(mut command: Command, ready: &str) -> Served {
@@ -297,7 +288,7 @@ fn tools_of_the_npm_everything_server_over_http() {
     let Some(server) = everything_server() else {
         return;
     };
-    let port = free_port();
+    let port = crate::free_port();
     let mut node = Command::new("node");
     node.arg(&server)
         .arg("streamableHttp")
@@ -352,7 +343,7 @@ fn an_https_mcp_server_is_reached_when_its_certificate_is_trusted() {
         .status()
         .expect("openssl makes the test's certificate (.ci/run installs it)");
     assert!(made.success());
-    let port = free_port();
+    let port = crate::free_port();
     let mut python = Command::new("python3");
     python
         .arg(script("mcp_example_server.py"))
