@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use super::{Failure, Global, exit};
+use super::Global;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ClusterCommand {
@@ -41,8 +41,8 @@ pub struct SchedulerArgs {
 #[derive(Debug, clap::Args)]
 pub struct ExecutorArgs {
     /// The scheduler to poll, as `mine --scheduler` takes it: `df://HOST:PORT`.
-    #[arg(long, value_name = "URL")]
-    pub scheduler: String,
+    #[arg(long, value_name = "URL", value_parser = scheduler_address)]
+    pub scheduler: SchedulerAddress,
     /// The host to listen on.
     #[arg(long, value_name = "HOST", default_value = "0.0.0.0")]
     pub bind_host: String,
@@ -64,32 +64,37 @@ pub struct ExecutorArgs {
     pub work_dir: Option<PathBuf>,
 }
 
-/// `df://HOST:PORT` (or `HOST:PORT`) as a host and a port.
-fn scheduler_address(url: &str) -> Result<(String, u16), Failure> {
+/// A scheduler's host and port, from `df://HOST:PORT` (or `HOST:PORT`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchedulerAddress {
+    pub host: String,
+    pub port: u16,
+}
+
+impl std::fmt::Display for SchedulerAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "df://{}:{}", self.host, self.port)
+    }
+}
+
+fn scheduler_address(url: &str) -> Result<SchedulerAddress, String> {
     let bare = url.strip_prefix("df://").unwrap_or(url);
-    let bad = || Failure {
-        code: exit::USAGE,
-        message: format!("--scheduler {url}: expected df://HOST:PORT"),
-        hint: Some("e.g. `--scheduler df://scheduler:50050`".into()),
-    };
+    // clap prints the value given beside this.
+    let bad = || "expected df://HOST:PORT, e.g. df://scheduler:50050".to_string();
     let (host, port) = bare.rsplit_once(':').ok_or_else(bad)?;
     let port = port.parse::<u16>().map_err(|_| bad())?;
     if host.is_empty() {
         return Err(bad());
     }
-    Ok((host.to_string(), port))
-}
-
-pub fn run(command: ClusterCommand, global: &Global) -> anyhow::Result<u8> {
-    if let ClusterCommand::Executor(args) = &command {
-        // Checked before anything starts, with or without the feature.
-        scheduler_address(&args.scheduler)?;
-    }
-    run_built(command, global)
+    Ok(SchedulerAddress {
+        host: host.to_string(),
+        port,
+    })
 }
 
 #[cfg(not(feature = "ballista"))]
-fn run_built(_: ClusterCommand, _: &Global) -> anyhow::Result<u8> {
+pub fn run(_: ClusterCommand, _: &Global) -> anyhow::Result<u8> {
+    use super::{Failure, exit};
     Err(Failure {
         code: exit::USAGE,
         message: "this chainweaver was built without the Ballista engine".into(),
@@ -99,7 +104,7 @@ fn run_built(_: ClusterCommand, _: &Global) -> anyhow::Result<u8> {
 }
 
 #[cfg(feature = "ballista")]
-fn run_built(command: ClusterCommand, global: &Global) -> anyhow::Result<u8> {
+pub fn run(command: ClusterCommand, global: &Global) -> anyhow::Result<u8> {
     use anyhow::Context;
     use chainweaver_analyzer::engine::ballista;
 
@@ -117,22 +122,21 @@ fn run_built(command: ClusterCommand, global: &Global) -> anyhow::Result<u8> {
                 executor_timeout: std::time::Duration::from_secs(args.executor_timeout),
             };
             if !global.quiet {
+                let url = SchedulerAddress {
+                    host: args.external_host.clone(),
+                    port: args.bind.port(),
+                };
                 eprintln!(
-                    "cluster: scheduler listening on {}; clients use --scheduler df://{}:{}, executors `chainweaver cluster executor --scheduler df://{}:{}`",
-                    args.bind,
-                    args.external_host,
-                    args.bind.port(),
-                    args.external_host,
-                    args.bind.port()
+                    "cluster: scheduler listening on {}; clients use --scheduler {url}, executors `chainweaver cluster executor --scheduler {url}`",
+                    args.bind
                 );
             }
             runtime.block_on(ballista::run_scheduler(&settings))?;
         }
         ClusterCommand::Executor(args) => {
-            let (scheduler_host, scheduler_port) = scheduler_address(&args.scheduler)?;
             let settings = ballista::ExecutorSettings {
-                scheduler_host,
-                scheduler_port,
+                scheduler_host: args.scheduler.host.clone(),
+                scheduler_port: args.scheduler.port,
                 bind_host: args.bind_host.clone(),
                 external_host: args.external_host,
                 flight_port: args.port,
@@ -151,22 +155,29 @@ fn run_built(command: ClusterCommand, global: &Global) -> anyhow::Result<u8> {
             runtime.block_on(ballista::run_executor(&settings))?;
         }
     }
-    Ok(exit::OK)
+    Ok(super::exit::OK)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::scheduler_address;
+    use super::{SchedulerAddress, scheduler_address};
 
     #[test]
     fn a_scheduler_url_is_a_host_and_a_port() {
+        let address = |host: &str, port| {
+            Ok(SchedulerAddress {
+                host: host.to_string(),
+                port,
+            })
+        };
         assert_eq!(
-            scheduler_address("df://sched.internal:50050").ok(),
-            Some(("sched.internal".to_string(), 50050))
+            scheduler_address("df://sched.internal:50050"),
+            address("sched.internal", 50050)
         );
+        assert_eq!(scheduler_address("localhost:7"), address("localhost", 7));
         assert_eq!(
-            scheduler_address("localhost:7").ok(),
-            Some(("localhost".to_string(), 7))
+            scheduler_address("df://sched.internal:50050").map(|a| a.to_string()),
+            Ok("df://sched.internal:50050".to_string())
         );
         for bad in [
             "df://host",
@@ -174,10 +185,9 @@ mod tests {
             "df://host:port",
             "df://host:70000",
         ] {
-            let failure = scheduler_address(bad).err().map(|f| f.message);
             assert_eq!(
-                failure,
-                Some(format!("--scheduler {bad}: expected df://HOST:PORT")),
+                scheduler_address(bad),
+                Err("expected df://HOST:PORT, e.g. df://scheduler:50050".to_string()),
                 "{bad}"
             );
         }

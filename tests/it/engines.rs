@@ -1164,3 +1164,20 @@ fn without_the_feature_a_cluster_part_is_refused_with_how_to_get_it() {
         "{stderr}"
     );
 }
+
+/// An executor's `--scheduler` is checked when the command line is read: a usage error that
+/// shows the value and the expected form, before anything starts.
+#[test]
+fn a_cluster_executor_with_a_scheduler_url_without_a_port_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let refused = chainweaver(
+        dir.path(),
+        &["cluster", "executor", "--scheduler", "df://scheduler"],
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("'df://scheduler'") && stderr.contains("expected df://HOST:PORT"),
+        "{stderr}"
+    );
+}

@@ -114,19 +114,19 @@ impl Runner {
             #[cfg(feature = "ballista")]
             Self::Ballista { scheduler, .. } => {
                 use ballista::prelude::SessionContextExt;
-                let context = SessionContext::remote(scheduler)
-                    .await
-                    .map_err(|e| format!("scheduler {scheduler}: {e}"))?;
+                let failed =
+                    |e: datafusion::error::DataFusionError| format!("scheduler {scheduler}: {e}");
+                let context = SessionContext::remote(scheduler).await.map_err(failed)?;
                 // The static planner: when an executor is lost mid-job it runs the lost tasks
                 // and stages again on the others and the job finishes, where a job planned
                 // adaptively stalls for good (Ballista 55).
                 context
                     .sql("SET ballista.planner.adaptive.enabled = false")
                     .await
-                    .map_err(|e| format!("scheduler {scheduler}: {e}"))?
+                    .map_err(failed)?
                     .collect()
                     .await
-                    .map_err(|e| format!("scheduler {scheduler}: {e}"))?;
+                    .map_err(failed)?;
                 Ok(context)
             }
         }
