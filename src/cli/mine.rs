@@ -286,12 +286,21 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     let found =
         pipeline::engine_patterns(store.as_ref(), &request, args.reported(), &runner, &bars)
             .map_err(|err| failure::library(err, global))?;
+    if !global.quiet {
+        for retry in &found.retried {
+            eprintln!(
+                "warning: the query counting patterns of length {} lost an endpoint and ran again ({})",
+                retry.length, retry.error
+            );
+        }
+    }
     let output = EnginePatternsOutput {
         schema_version: super::SCHEMA_VERSION,
         engine,
         split: request.split,
         held_out_traces: found.held_out_traces,
         seconds: started.elapsed().as_secs_f64(),
+        retried: &found.retried,
         patterns: &found.patterns,
     };
     emit(global, &output, || {
@@ -372,6 +381,8 @@ struct EnginePatternsOutput<'a> {
     split: Split,
     held_out_traces: usize,
     seconds: f64,
+    /// A cluster's length queries that lost an executor and ran again, with the error.
+    retried: &'a [chainweaver_analyzer::engine::datafusion::RetriedQuery],
     patterns: &'a [PatternSummary],
 }
 

@@ -207,9 +207,11 @@ pub fn engine_patterns(
     };
     let counted = datafusion::mine(store, &query, reported, traces, runner, None);
     progress.end();
+    let counted = counted?;
     Ok(EnginePatterns {
         held_out_traces: held_out.len(),
-        patterns: counted?.patterns,
+        patterns: counted.patterns,
+        retried: counted.retried,
     })
 }
 
@@ -219,4 +221,6 @@ pub fn engine_patterns(
 pub struct EnginePatterns {
     pub held_out_traces: usize,
     pub patterns: Vec<chainweaver_recorder::model::candidate::PatternSummary>,
+    /// A cluster's queries run again after they lost an executor.
+    pub retried: Vec<chainweaver_analyzer::engine::datafusion::RetriedQuery>,
 }

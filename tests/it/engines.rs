@@ -1099,6 +1099,123 @@ fn a_ballista_executor_killed_mid_query_is_replaced_and_the_patterns_are_the_sam
     );
 }
 
+/// A TCP forwarder from `from` to `to`: for `outage` after the first connection it closes
+/// every connection it accepts at once, as an executor that went away after finishing its
+/// work does; before and after, it relays both ways. Returns how many it has closed.
+#[cfg(feature = "ballista")]
+fn forwarder_with_an_outage(
+    from: std::net::SocketAddr,
+    to: std::net::SocketAddr,
+    outage: std::time::Duration,
+) -> std::sync::Arc<std::sync::atomic::AtomicUsize> {
+    use std::sync::atomic::Ordering;
+    let listener = std::net::TcpListener::bind(from).unwrap();
+    let closed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = closed.clone();
+    std::thread::spawn(move || {
+        let mut first: Option<std::time::Instant> = None;
+        for incoming in listener.incoming() {
+            let Ok(client) = incoming else { continue };
+            let since = *first.get_or_insert_with(std::time::Instant::now);
+            if since.elapsed() < outage {
+                counter.fetch_add(1, Ordering::SeqCst);
+                drop(client);
+                continue;
+            }
+            let Ok(server) = std::net::TcpStream::connect(to) else {
+                continue;
+            };
+            let relay = |mut from: std::net::TcpStream, mut to: std::net::TcpStream| {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            };
+            relay(client.try_clone().unwrap(), server.try_clone().unwrap());
+            relay(server, client);
+        }
+    });
+    closed
+}
+
+/// The client reads each query's result from the executor that wrote it. An executor that
+/// polls the scheduler but whose results cannot be read for a while (its address advertised
+/// through a forwarder that closes every connection for 20 s) fails that read; `mine` runs the
+/// length's query again, warns on stderr, lists the retry in its JSON, and prints the patterns
+/// the in-process miner finds.
+#[cfg(feature = "ballista")]
+#[test]
+fn a_result_the_client_cannot_read_from_its_executor_is_counted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_parquet_store(dir.path(), "generated.parquet", "300", "5");
+    let expected = mined(dir.path(), "generated.parquet", &GENERATED_FLAGS);
+    let (_scheduler, url) = scheduler_process(dir.path());
+    // The executor listens on 127.0.0.1 and is reached at 127.0.0.3, through the forwarders.
+    let (port, grpc_port) = (crate::free_port(), crate::free_port());
+    let advertised = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 3], port));
+    let bound = |port: u16| std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    // Ballista's client fails a read at once, or after reconnecting by itself for about 9 s
+    // (3 s apart); the outage outlasts that, and ends before `mine`'s retries (1, 5, 15 and
+    // 30 s apart) run out.
+    let outage = std::time::Duration::from_secs(20);
+    let flight = forwarder_with_an_outage(advertised(port), bound(port), outage);
+    let _grpc =
+        forwarder_with_an_outage(advertised(grpc_port), bound(grpc_port), Default::default());
+    let work_dir = dir.path().join("work");
+    std::fs::create_dir_all(&work_dir).unwrap();
+    let (port_text, grpc_text) = (port.to_string(), grpc_port.to_string());
+    let executor = ClusterPart::start(
+        dir.path(),
+        "executor",
+        &[
+            "executor",
+            "--scheduler",
+            &url,
+            "--bind-host",
+            "127.0.0.1",
+            "--external-host",
+            "127.0.0.3",
+            "--port",
+            &port_text,
+            "--grpc-port",
+            &grpc_text,
+            "--slots",
+            "2",
+            "--work-dir",
+            work_dir.to_str().unwrap(),
+        ],
+    );
+    let output = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
+        .args(["--store", "generated.parquet", "--format", "json"])
+        .args(["mine", "--engine", "ballista", "--scheduler", &url])
+        .args(["--query-timeout", "180"])
+        .args(GENERATED_FLAGS)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}\nexecutor:\n{}",
+        String::from_utf8_lossy(&output.stderr),
+        executor.log()
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "warning: the query counting patterns of length 1 lost an endpoint and ran again"
+        ),
+        "{stderr}"
+    );
+    let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let retried = json["retried"].as_array().unwrap();
+    assert!(
+        !retried.is_empty() && retried.iter().all(|r| r["length"] == 1),
+        "{retried:?}"
+    );
+    assert!(flight.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    assert_eq!(patterns_of(&json), expected);
+}
+
 /// A cluster with no executor: the query waits, and `--query-timeout` gives up on it with an
 /// error naming the scheduler and what to check; the store does not change.
 #[cfg(feature = "ballista")]

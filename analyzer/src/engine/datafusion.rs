@@ -212,6 +212,50 @@ pub struct EngineMined {
     /// Steps of the mined traces and their distinct tools (embedded only; 0 on a cluster).
     pub steps: u64,
     pub distinct_tools: u64,
+    /// A cluster's queries that lost an endpoint and were run again (see [`lost_endpoint`]).
+    pub retried: Vec<RetriedQuery>,
+}
+
+/// A cluster's query for one pattern length that failed for a lost endpoint and ran again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RetriedQuery {
+    /// The pattern length it counted.
+    pub length: usize,
+    /// The error of the attempt given up on.
+    pub error: String,
+}
+
+/// How long a cluster's query for one length waits before each run again after losing an
+/// endpoint: a moment (a lost executor's work goes to the others at once), then longer, for a
+/// network that comes back or an executor that restarts (51 s in all).
+#[cfg(feature = "ballista")]
+const LOST_ENDPOINT_WAITS: [std::time::Duration; 4] = [
+    std::time::Duration::from_secs(1),
+    std::time::Duration::from_secs(5),
+    std::time::Duration::from_secs(15),
+    std::time::Duration::from_secs(30),
+];
+
+/// True when a cluster's query failed because an executor (or the scheduler) stopped
+/// answering, not for anything in the data or the plan: the client could not connect to the
+/// endpoint holding a result, or the transport broke while it read one.
+///
+/// The scheduler runs a lost executor's tasks again on the others, but a job's last stage
+/// output is fetched by the client itself, from the executor that wrote it; when that executor
+/// is gone the fetch fails and Ballista does not look elsewhere. A level's query only reads,
+/// so running it again is safe, and the new job runs on the executors still polling.
+pub fn lost_endpoint(message: &str) -> bool {
+    const SIGNS: [&str; 6] = [
+        // The client could not connect to the executor holding the result.
+        "GrpcConnectionError",
+        "Error connecting to Ballista scheduler or executor",
+        // It connected, and the connection broke while it read (Ballista's FetchFailed).
+        "Shuffle fetch partition error",
+        "tonic::transport::Error",
+        "transport error",
+        "Connection refused",
+    ];
+    SIGNS.iter().any(|sign| message.contains(sign))
 }
 
 /// The closed (or, as `reported` says, all frequent) patterns of `query` among the steps of
@@ -366,10 +410,11 @@ impl Plans<'_> {
                 chosen: Vec::new(),
                 steps: 0,
                 distinct_tools: 0,
+                retried: Vec::new(),
             });
         }
         if self.runner.is_remote() {
-            let frequent = self.remote_levels(&context, all_steps).await?;
+            let (frequent, retried) = self.remote_levels(&context, all_steps).await?;
             return Ok(EngineMined {
                 patterns: super::ranked_summaries(
                     reported_patterns(self.query, frequent, self.reported),
@@ -378,6 +423,7 @@ impl Plans<'_> {
                 chosen: Vec::new(),
                 steps: 0,
                 distinct_tools: 0,
+                retried,
             });
         }
         // In this process the levels extend occurrences kept in the session, by integer joins.
@@ -420,6 +466,7 @@ impl Plans<'_> {
             chosen,
             steps,
             distinct_tools,
+            retried: Vec::new(),
         })
     }
 
@@ -470,34 +517,26 @@ impl Plans<'_> {
 
     /// The rows [`CountingQuery::frequent_sql`] answers, counted on a cluster: its executors
     /// cannot read tables held in this process's memory, so the held-out traces and each
-    /// level's patterns go into the SQL text itself.
+    /// level's patterns go into the SQL text itself. Also the queries that lost an endpoint
+    /// and ran again.
     async fn remote_levels(
         &self,
         context: &SessionContext,
         all_steps: &str,
-    ) -> Result<Vec<CountedPattern>, String> {
-        let text = |e: datafusion::error::DataFusionError| e.to_string();
+    ) -> Result<(Vec<CountedPattern>, Vec<RetriedQuery>), String> {
         let query = self.query;
         let relation = remote_relation(all_steps, self.traces.held_out);
         // Level by level, each length counted over the n-grams the frequent patterns one
         // shorter allow, up to one past the longest reported (closedness needs it) or the first
         // empty level.
         let mut rows = Vec::new();
+        let mut retried = Vec::new();
         let mut previous: Option<String> = None;
         for length in 1..=query.max_length + 1 {
             let sql = query.level_sql_over(&relation, length, previous.as_deref());
-            let counted = async { context.sql(&sql).await?.collect().await };
-            let batches = match &self.runner {
-                #[cfg(feature = "ballista")]
-                Runner::Ballista {
-                    scheduler,
-                    query_timeout,
-                } => tokio::time::timeout(*query_timeout, counted)
-                    .await
-                    .map_err(|_| stalled(scheduler, length, *query_timeout))?,
-                Runner::Embedded { .. } => counted.await,
-            }
-            .map_err(text)?;
+            let batches = self
+                .remote_level(context, &sql, length, &mut retried)
+                .await?;
             if batches.iter().all(|batch| batch.num_rows() == 0) {
                 break;
             }
@@ -511,7 +550,47 @@ impl Plans<'_> {
                 rows.extend(level);
             }
         }
-        Ok(rows)
+        Ok((rows, retried))
+    }
+
+    /// One length's query on the cluster, bounded by the query timeout, and run again (at most
+    /// once per [`LOST_ENDPOINT_WAITS`]) when it fails for a [`lost_endpoint`].
+    async fn remote_level(
+        &self,
+        context: &SessionContext,
+        sql: &str,
+        length: usize,
+        retried: &mut Vec<RetriedQuery>,
+    ) -> Result<Vec<RecordBatch>, String> {
+        let counted = || async {
+            let frame = context.sql(sql).await.map_err(|e| e.to_string())?;
+            frame.collect().await.map_err(|e| e.to_string())
+        };
+        match &self.runner {
+            #[cfg(feature = "ballista")]
+            Runner::Ballista {
+                scheduler,
+                query_timeout,
+            } => loop {
+                let outcome = tokio::time::timeout(*query_timeout, counted())
+                    .await
+                    .map_err(|_| stalled(scheduler, length, *query_timeout))?;
+                let retries = retried.iter().filter(|r| r.length == length).count();
+                match (outcome, LOST_ENDPOINT_WAITS.get(retries)) {
+                    (Err(error), Some(wait)) if lost_endpoint(&error) => {
+                        retried.push(RetriedQuery { length, error });
+                        tokio::time::sleep(*wait).await;
+                    }
+                    (outcome, _) => return outcome,
+                }
+            },
+            Runner::Embedded { .. } => {
+                // Only a cluster loses endpoints.
+                #[cfg(not(feature = "ballista"))]
+                let _ = (length, retried);
+                counted().await
+            }
+        }
     }
 }
 
@@ -705,5 +784,55 @@ impl StreamColumns {
                 Arc::new(self.started.finish().with_timezone("UTC")),
             ],
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the client's fetch of a result says when its executor is gone, made by Ballista's
+    /// own client against a port nothing listens on, and wrapped as its query does.
+    #[cfg(feature = "ballista")]
+    #[test]
+    fn a_fetch_from_a_gone_executor_is_a_lost_endpoint() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port())
+            .expect("a free port");
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let refused = runtime
+            .block_on(ballista_core::client::BallistaClient::try_new(
+                "127.0.0.1",
+                port,
+                16 << 20,
+                false,
+                None,
+                0,
+                0,
+                0,
+                0,
+            ))
+            .err()
+            .expect("nothing listens on the port");
+        let message =
+            datafusion::error::DataFusionError::Execution(format!("{refused:?}")).to_string();
+        assert!(lost_endpoint(&message), "{message}");
+    }
+
+    /// An error in the data or the plan fails again on every attempt: not worth a retry.
+    #[test]
+    fn a_plan_error_is_not_a_lost_endpoint() {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        let message = runtime.block_on(async {
+            let context = SessionContext::new();
+            context
+                .sql("SELECT no_such_column FROM (VALUES (1)) AS t(x)")
+                .await
+                .err()
+                .map(|e| e.to_string())
+                .expect("the column does not exist")
+        });
+        assert!(!lost_endpoint(&message), "{message}");
     }
 }
