@@ -544,6 +544,7 @@ impl Plans<'_> {
             for batch in &batches {
                 read_level(batch, length, &mut level)?;
             }
+            let level = distinct_rows(level, length)?;
             let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
             previous = Some(sql::patterns_relation(&tools, length));
             if length >= query.min_length {
@@ -664,6 +665,34 @@ fn remote_relation(all_steps: &str, held_out: &HashSet<String>) -> String {
         tool = steps::TOOL_NAME,
         list = literals.join(", ")
     )
+}
+
+/// A level's rows with each pattern once: a recovered Ballista job can return a stage's rows
+/// twice (see [`CountingQuery::level_sql`]), which then agree; rows that disagree fail the
+/// run.
+fn distinct_rows(rows: Vec<CountedPattern>, length: usize) -> Result<Vec<CountedPattern>, String> {
+    let mut seen: std::collections::HashMap<Vec<String>, (u64, u64)> =
+        std::collections::HashMap::with_capacity(rows.len());
+    let mut kept = Vec::with_capacity(rows.len());
+    for row in rows {
+        match seen.get(&row.tools) {
+            Some(&counts) if counts == (row.support, row.occurrences) => {}
+            Some(&(support, occurrences)) => {
+                return Err(format!(
+                    "length {length}: the cluster returned {} twice, with support {support} and \
+                     {} occurrences {occurrences} and {}; run `mine` again",
+                    row.tools.join(" -> "),
+                    row.support,
+                    row.occurrences
+                ));
+            }
+            None => {
+                seen.insert(row.tools.clone(), (row.support, row.occurrences));
+                kept.push(row);
+            }
+        }
+    }
+    Ok(kept)
 }
 
 /// The patterns of one level's result batch (`tool_0 ..`, `support`, `occurrences`).
@@ -818,6 +847,35 @@ mod tests {
         let message =
             datafusion::error::DataFusionError::Execution(format!("{refused:?}")).to_string();
         assert!(lost_endpoint(&message), "{message}");
+    }
+
+    fn row(tools: &[&str], support: u64, occurrences: u64) -> CountedPattern {
+        CountedPattern {
+            tools: tools.iter().map(|t| t.to_string()).collect(),
+            support,
+            occurrences,
+        }
+    }
+
+    #[test]
+    fn a_pattern_returned_twice_is_kept_once_and_disagreeing_rows_fail() {
+        let kept = distinct_rows(
+            vec![
+                row(&["a", "b"], 3, 4),
+                row(&["b", "c"], 2, 2),
+                row(&["a", "b"], 3, 4),
+            ],
+            2,
+        )
+        .unwrap();
+        assert_eq!(kept, vec![row(&["a", "b"], 3, 4), row(&["b", "c"], 2, 2)]);
+        let failed = distinct_rows(vec![row(&["a", "b"], 3, 4), row(&["a", "b"], 3, 5)], 2)
+            .err()
+            .unwrap();
+        assert!(
+            failed.contains("length 2: the cluster returned a -> b twice"),
+            "{failed}"
+        );
     }
 
     /// An error in the data or the plan fails again on every attempt: not worth a retry.
