@@ -132,9 +132,7 @@ pub async fn run_executor(settings: &ExecutorSettings) -> crate::Result<()> {
     let work_dir = match &settings.work_dir {
         Some(dir) => dir.as_path(),
         None => {
-            scratch = tempfile::Builder::new()
-                .prefix("chainweaver-executor-")
-                .tempdir()
+            scratch = super::scratch_folder("chainweaver-executor-")
                 .map_err(|e| failed(format!("cannot make a work folder in TMPDIR: {e}")))?;
             scratch.path()
         }

@@ -679,8 +679,9 @@ fn distinct_rows(rows: Vec<CountedPattern>, length: usize) -> Result<Vec<Counted
             Some(&counts) if counts == (row.support, row.occurrences) => {}
             Some(&(support, occurrences)) => {
                 return Err(format!(
-                    "length {length}: the cluster returned {} twice, with support {support} and \
-                     {} occurrences {occurrences} and {}; run `mine` again",
+                    "length {length}: the cluster returned {} twice with different counts \
+                     (support {support} and {}, occurrences {occurrences} and {}); run `mine` \
+                     again",
                     row.tools.join(" -> "),
                     row.support,
                     row.occurrences
@@ -873,7 +874,10 @@ mod tests {
             .err()
             .unwrap();
         assert!(
-            failed.contains("length 2: the cluster returned a -> b twice"),
+            failed.contains(
+                "length 2: the cluster returned a -> b twice with different counts \
+                 (support 3 and 3, occurrences 4 and 5)"
+            ),
             "{failed}"
         );
     }

@@ -55,11 +55,10 @@ pub(super) struct Scratch {
 }
 
 impl Scratch {
-    /// A fresh folder in the system's temporary folder (`TMPDIR`).
+    /// A fresh folder in the system's temporary folder (`TMPDIR`) (see
+    /// [`scratch_folder`](super::scratch_folder)).
     pub(super) fn new() -> Result<Self, String> {
-        let dir = tempfile::Builder::new()
-            .prefix("chainweaver-engine-")
-            .tempdir()
+        let dir = super::scratch_folder("chainweaver-engine-")
             .map_err(|e| format!("cannot make a scratch folder: {e}"))?;
         Ok(Self {
             dir,
