@@ -980,29 +980,42 @@ fn scheduler_process(dir: &Path) -> (ClusterPart, String) {
 /// `work_dir`.
 #[cfg(feature = "ballista")]
 fn executor_process(dir: &Path, name: &str, scheduler: &str, work_dir: &Path) -> ClusterPart {
-    let (port, grpc_port) = (
-        crate::free_port().to_string(),
-        crate::free_port().to_string(),
-    );
-    ClusterPart::start(
-        dir,
-        name,
-        &[
-            "executor",
-            "--scheduler",
-            scheduler,
-            "--bind-host",
-            "127.0.0.1",
-            "--port",
-            &port,
-            "--grpc-port",
-            &grpc_port,
-            "--slots",
-            "1",
-            "--work-dir",
-            work_dir.to_str().unwrap(),
-        ],
-    )
+    let ports = (crate::free_port(), crate::free_port());
+    executor_process_at(dir, name, scheduler, work_dir, ports, None, 1)
+}
+
+/// An executor process listening on 127.0.0.1 at `ports` (Arrow Flight, gRPC), reached by the
+/// others at `external_host` when given, with `slots` task slots.
+#[cfg(feature = "ballista")]
+fn executor_process_at(
+    dir: &Path,
+    name: &str,
+    scheduler: &str,
+    work_dir: &Path,
+    (port, grpc_port): (u16, u16),
+    external_host: Option<&str>,
+    slots: usize,
+) -> ClusterPart {
+    let (port, grpc_port, slots) = (port.to_string(), grpc_port.to_string(), slots.to_string());
+    let mut args = vec![
+        "executor",
+        "--scheduler",
+        scheduler,
+        "--bind-host",
+        "127.0.0.1",
+        "--port",
+        &port,
+        "--grpc-port",
+        &grpc_port,
+        "--slots",
+        &slots,
+        "--work-dir",
+        work_dir.to_str().unwrap(),
+    ];
+    if let Some(host) = external_host {
+        args.extend(["--external-host", host]);
+    }
+    ClusterPart::start(dir, name, &args)
 }
 
 /// Every file of a folder, with its length, recursively: what "the store did not change"
@@ -1163,27 +1176,14 @@ fn a_result_the_client_cannot_read_from_its_executor_is_counted_again() {
         forwarder_with_an_outage(advertised(grpc_port), bound(grpc_port), Default::default());
     let work_dir = dir.path().join("work");
     std::fs::create_dir_all(&work_dir).unwrap();
-    let (port_text, grpc_text) = (port.to_string(), grpc_port.to_string());
-    let executor = ClusterPart::start(
+    let executor = executor_process_at(
         dir.path(),
         "executor",
-        &[
-            "executor",
-            "--scheduler",
-            &url,
-            "--bind-host",
-            "127.0.0.1",
-            "--external-host",
-            "127.0.0.3",
-            "--port",
-            &port_text,
-            "--grpc-port",
-            &grpc_text,
-            "--slots",
-            "2",
-            "--work-dir",
-            work_dir.to_str().unwrap(),
-        ],
+        &url,
+        &work_dir,
+        (port, grpc_port),
+        Some("127.0.0.3"),
+        2,
     );
     let output = Command::new(env!("CARGO_BIN_EXE_chainweaver"))
         .args(["--store", "generated.parquet", "--format", "json"])
