@@ -27,6 +27,9 @@ use crate::error::{AnalyzerError, Result};
 use crate::parallel;
 use crate::spm::{self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder};
 
+mod gapped_stream;
+pub use gapped_stream::{GappedLocated, gapped_samples};
+
 /// What to mine and how many candidates to propose.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MineConfig {
@@ -249,13 +252,13 @@ pub struct CountedElsewhere {
     pub mining_time: Duration,
 }
 
-/// A pattern's occurrence count and the occurrences inference reads: `(trace, first step)`,
-/// every one or at most [`inference_cap`] spread evenly (the first at or past each of that many
-/// even marks, as the in-process miner samples), in storage order.
+/// A pattern's occurrence count and the occurrences inference reads (traces named by their
+/// place among the mined ones), every one or at most [`inference_cap`] spread evenly (the first
+/// at or past each of that many even marks, as the in-process miner samples), in storage order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChosenSample {
     pub total: usize,
-    pub sample: Vec<(usize, usize)>,
+    pub sample: Vec<Occurrence>,
     /// Distinct traces holding an occurrence, by the day of each trace's first timed step.
     pub support_by_day: BTreeMap<String, usize>,
 }
@@ -461,18 +464,11 @@ impl ChainAnalyzer {
             .iter()
             .zip(chosen)
             .map(|(pattern, found)| {
-                let len = pattern.tools.len();
-                let occurrences: Vec<Occurrence> = found
-                    .sample
-                    .iter()
-                    .map(|&(trace, start)| Occurrence {
-                        trace,
-                        steps: (start..start + len).collect(),
-                    })
-                    .collect();
+                let mut sample = Pattern::new(pattern.tools.clone(), found.sample);
+                sample.gapped = config.max_gap.is_some_and(|gap| gap > 0);
                 ChosenPattern {
-                    sampled: occurrences.len() < found.total,
-                    sample: Pattern::new(pattern.tools.clone(), occurrences),
+                    sampled: sample.occurrences.len() < found.total,
+                    sample,
                     total: found.total,
                     support: pattern.support as usize,
                     traces: Vec::new(),
@@ -502,11 +498,12 @@ impl ChainAnalyzer {
         let days = TraceDays::default();
         let ((mut candidates, skipped), loading) =
             build_from_store(store, stream, &mined_traces, chosen, &days, config, started)?;
-        let shapes = crate::loops::loop_shapes(&candidates, 0);
+        let max_gap = config.max_gap.unwrap_or(0);
+        let shapes = crate::loops::loop_shapes(&candidates, max_gap);
         let split = stream.split;
         let keep = move |id: &str| !split.is_some_and(|split| split.is_holdout(id));
         let runs = crate::loops::count_runs_in_store(store, &keep, &shapes)?;
-        crate::loops::add_loop_candidates_counted(&mut candidates, 0, &|shape| {
+        crate::loops::add_loop_candidates_counted(&mut candidates, max_gap, &|shape| {
             shapes
                 .iter()
                 .position(|s| s == shape)
@@ -1196,9 +1193,9 @@ pub fn sort_candidates(candidates: &mut [Candidate]) {
 
 /// Keep the closed gapped patterns: drop one when a longer pattern that contains it as a
 /// subsequence has the same support.
-fn closed_gapped(mut patterns: Vec<(Vec<u32>, u32)>) -> Vec<(Vec<u32>, u32)> {
+pub(crate) fn closed_gapped<T: PartialEq>(mut patterns: Vec<(Vec<T>, u32)>) -> Vec<(Vec<T>, u32)> {
     patterns.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
-    let mut kept: Vec<(Vec<u32>, u32)> = Vec::new();
+    let mut kept: Vec<(Vec<T>, u32)> = Vec::new();
     for (items, support) in patterns {
         let absorbed = kept.iter().any(|(longer, longer_support)| {
             *longer_support == support
@@ -1212,7 +1209,7 @@ fn closed_gapped(mut patterns: Vec<(Vec<u32>, u32)>) -> Vec<(Vec<u32>, u32)> {
     kept
 }
 
-fn is_subsequence(short: &[u32], long: &[u32]) -> bool {
+fn is_subsequence<T: PartialEq>(short: &[T], long: &[T]) -> bool {
     let mut rest = long.iter();
     short.iter().all(|item| rest.any(|other| other == item))
 }
@@ -1222,38 +1219,140 @@ fn is_subsequence(short: &[u32], long: &[u32]) -> bool {
 fn gapped_occurrences(db: &SequenceDb, items: &[u32], max_gap: usize) -> Vec<Occurrence> {
     let mut out = Vec::new();
     for (index, sequence) in db.sequences().enumerate() {
-        let mut from = 0;
-        while from < sequence.len() {
-            let Some(start) = sequence[from..]
-                .iter()
-                .position(|&x| x == items[0])
-                .map(|p| p + from)
-            else {
-                break;
-            };
-            match match_from(sequence, items, start, max_gap) {
-                Some(steps) => {
-                    from = steps[steps.len() - 1] + 1;
-                    out.push(Occurrence {
-                        trace: index,
-                        steps,
-                    });
-                }
-                None => from = start + 1,
-            }
-        }
+        greedy_gapped(sequence, items, max_gap, &mut |steps| {
+            out.push(Occurrence {
+                trace: index,
+                steps,
+            });
+        });
     }
     out
 }
 
+/// Visit the non-overlapping occurrences of `items` in `sequence`, leftmost first, each step
+/// at most `max_gap` positions after the previous one: what a gapped pattern's occurrences are,
+/// wherever they are found.
+pub(crate) fn greedy_gapped(
+    sequence: &[u32],
+    items: &[u32],
+    max_gap: usize,
+    found: &mut dyn FnMut(Vec<usize>),
+) {
+    let Some(&first) = items.first() else {
+        return;
+    };
+    let mut from = 0;
+    while from < sequence.len() {
+        let Some(start) = sequence[from..]
+            .iter()
+            .position(|&x| x == first)
+            .map(|p| p + from)
+        else {
+            break;
+        };
+        match match_from(sequence, items, start, max_gap) {
+            Some(steps) => {
+                from = steps[steps.len() - 1] + 1;
+                found(steps);
+            }
+            None => from = start + 1,
+        }
+    }
+}
+
+/// The earliest occurrence of `items` starting at `start` (each step at most `max_gap` positions
+/// after the previous), earliest by its steps in order. A step that matches but leaves the
+/// rest unmatchable is given up for a later one, so a trace holding the pattern from `start`
+/// always yields it; the positions found to lead nowhere are remembered, which keeps the search
+/// linear in the window for each item.
 fn match_from(sequence: &[u32], items: &[u32], start: usize, max_gap: usize) -> Option<Vec<usize>> {
+    if sequence.get(start) != items.first() {
+        return None;
+    }
     let mut steps = vec![start];
-    let mut position = start;
-    for &item in &items[1..] {
-        let end = (position + 2 + max_gap).min(sequence.len());
-        let next = (position + 1..end).find(|&p| sequence[p] == item)?;
-        steps.push(next);
-        position = next;
+    // (position, index of the item matched there) known not to complete the pattern.
+    let mut dead: std::collections::HashSet<(usize, usize)> = std::collections::HashSet::new();
+    // Per depth, the next position to try for the following item.
+    let mut next_try: Vec<usize> = vec![start + 1];
+    while steps.len() < items.len() {
+        let depth = steps.len();
+        let last = steps[depth - 1];
+        let end = last
+            .saturating_add(2)
+            .saturating_add(max_gap)
+            .min(sequence.len());
+        let from = next_try[depth - 1];
+        let found =
+            (from..end).find(|&p| sequence[p] == items[depth] && !dead.contains(&(p, depth)));
+        match found {
+            Some(p) => {
+                next_try[depth - 1] = p + 1;
+                steps.push(p);
+                next_try.push(p + 1);
+            }
+            None => {
+                // Nothing completes the pattern from here: give up this step.
+                if depth == 1 {
+                    return None;
+                }
+                dead.insert((last, depth - 1));
+                steps.pop();
+                next_try.pop();
+            }
+        }
     }
     Some(steps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn occurrences(sequence: &[u32], items: &[u32], max_gap: usize) -> Vec<Vec<usize>> {
+        let mut found = Vec::new();
+        greedy_gapped(sequence, items, max_gap, &mut |steps| found.push(steps));
+        found
+    }
+
+    #[test]
+    fn a_step_that_leads_nowhere_is_given_up_for_a_later_one() {
+        // a b b x c: the first b leaves c out of reach with a gap of 1, the second does not.
+        assert_eq!(
+            occurrences(&[0, 1, 1, 9, 2], &[0, 1, 2], 1),
+            vec![vec![0, 2, 4]]
+        );
+        // Two levels of giving up: a b b c c x d needs the second b and the second c.
+        assert_eq!(
+            occurrences(&[0, 1, 1, 2, 2, 9, 3], &[0, 1, 2, 3], 1),
+            vec![vec![0, 2, 4, 6]]
+        );
+        // Out of reach however chosen: a b x b c (the second b is two steps after a).
+        assert!(occurrences(&[0, 1, 9, 1, 2], &[0, 1, 2], 1).is_empty());
+        // Nothing completes: no occurrence, and the search goes on after the start.
+        assert!(occurrences(&[0, 1, 9, 9, 2], &[0, 1, 2], 1).is_empty());
+    }
+
+    #[test]
+    fn occurrences_are_leftmost_and_do_not_overlap() {
+        // a a b b with a gap of 1: a(0) b(2), then a(1) is before the end, so the next search
+        // starts at 3 and finds no a.
+        assert_eq!(occurrences(&[0, 0, 1, 1], &[0, 1], 1), vec![vec![0, 2]]);
+        assert_eq!(
+            occurrences(&[0, 1, 0, 1, 0, 9, 9, 1], &[0, 1], 0),
+            vec![vec![0, 1], vec![2, 3]]
+        );
+        // Every trace holding a gapped pattern yields an occurrence of it: the support the
+        // occurrences give is the pattern's support.
+        let traces: [&[u32]; 4] = [
+            &[0, 1, 1, 9, 2],
+            &[0, 9, 1, 9, 2],
+            &[0, 1, 1, 1, 2],
+            &[2, 1, 0],
+        ];
+        let holding: Vec<bool> = traces
+            .iter()
+            .map(|t| !occurrences(t, &[0, 1, 2], 1).is_empty())
+            .collect();
+        assert_eq!(holding, vec![true, true, true, false]);
+    }
 }

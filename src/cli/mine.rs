@@ -88,14 +88,14 @@ pub struct MineArgs {
     /// with --min-length 1), instead of the closed ones `mine` stores
     #[arg(long)]
     pub all_frequent: bool,
-    /// Where the support counting runs. `datafusion` counts the closed contiguous patterns as
-    /// Apache DataFusion query plans over the store's Parquet files in place (a SQLite store
-    /// through its tool-name columns) and samples the occurrences of the best-ranked there;
-    /// bindings are inferred from that sample in-process and the candidates stored, the same
-    /// as without an engine. `ballista` runs the counting plans on a Ballista cluster (see
-    /// --scheduler) and prints the patterns, storing nothing. Need a build with the
-    /// `datafusion` or `ballista` feature.
-    #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["max_gap", "any_gap", "count_only", "emit_sql"])]
+    /// Where the support counting runs. `datafusion` counts the closed patterns as Apache
+    /// DataFusion query plans over the store's Parquet files in place (a SQLite store through
+    /// its tool-name columns) and samples the occurrences of the best-ranked there (with
+    /// --max-gap, in two passes over the tool names); bindings are inferred from that sample
+    /// in-process and the candidates stored, the same as without an engine. `ballista` runs
+    /// the contiguous counting plans on a Ballista cluster (see --scheduler) and prints the
+    /// patterns, storing nothing. Need a build with the `datafusion` or `ballista` feature.
+    #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["any_gap", "count_only", "emit_sql"])]
     pub engine: Engine,
     /// With --engine ballista: the cluster's scheduler, e.g. `df://localhost:50050`. Its
     /// executors read the Parquet store's files by the paths this machine sees.

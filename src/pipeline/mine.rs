@@ -117,20 +117,17 @@ fn engine_mine(
 ) -> Result<MineOutcome> {
     use chainweaver_analyzer::engine::datafusion::{self, Choose, MinedTraces};
     use chainweaver_analyzer::engine::sql::{CountingQuery, Reported};
-    use chainweaver_analyzer::mine::{ChosenSample, CountedElsewhere, inference_cap};
-    if config.max_gap.is_some() {
-        return Err(Error::Analyzer(
-            chainweaver_analyzer::AnalyzerError::Engine {
-                engine: "DataFusion",
-                source_name: "the store".into(),
-                message: "the engine counts contiguous patterns: a gap needs the in-process miner"
-                    .into(),
-            },
-        ));
-    }
+    use chainweaver_analyzer::mine::{
+        ChosenSample, CountedElsewhere, gapped_samples, inference_cap,
+    };
+    use chainweaver_recorder::model::candidate::Occurrence;
     let started = std::time::Instant::now();
     let (mined, held_out) = split_trace_ids(store, split)?;
-    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
+    let max_gap = config
+        .max_gap
+        .map(|gap| u32::try_from(gap).unwrap_or(u32::MAX));
+    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length)
+        .with_max_gap(max_gap);
     let choose = Choose {
         max_candidates: config.max_candidates,
         max_dated: config.max_dated_patterns,
@@ -149,31 +146,70 @@ fn engine_mine(
         Some(choose),
     );
     progress.end();
-    let found = found?;
-    let counted = CountedElsewhere {
-        held_out_traces: held_out.len(),
-        steps: usize::try_from(found.steps).unwrap_or(usize::MAX),
-        distinct_tools: usize::try_from(found.distinct_tools).unwrap_or(usize::MAX),
-        patterns: found.patterns,
-        chosen: found
+    let mut found = found?;
+    let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+    let chosen: Vec<ChosenSample> = match config.max_gap {
+        // Contiguous: the engine sampled the occurrences, as (trace, first step).
+        None => found
             .chosen
             .into_iter()
-            .map(|c| ChosenSample {
-                total: usize::try_from(c.total).unwrap_or(usize::MAX),
+            .zip(&found.patterns)
+            .map(|(c, pattern)| ChosenSample {
+                total: to_usize(c.total),
                 sample: c
                     .sample
                     .into_iter()
                     .map(|(trace, start)| {
-                        (usize::try_from(trace).unwrap_or(usize::MAX), start as usize)
+                        let start = start as usize;
+                        Occurrence {
+                            trace: to_usize(trace),
+                            steps: (start..start + pattern.tools.len()).collect(),
+                        }
                     })
                     .collect(),
                 support_by_day: c
                     .support_by_day
                     .into_iter()
-                    .map(|(day, n)| (day, usize::try_from(n).unwrap_or(usize::MAX)))
+                    .map(|(day, n)| (day, to_usize(n)))
                     .collect(),
             })
             .collect(),
+        // Gapped: the engine counted; the occurrences are matched along the traces' tools.
+        Some(gap) => {
+            progress.begin("finding occurrences", None, Unit::Items);
+            let located: Vec<Vec<String>> = found
+                .patterns
+                .iter()
+                .take(choose.max_dated.max(choose.max_candidates))
+                .map(|p| p.tools.clone())
+                .collect();
+            let sampled = gapped_samples(
+                store,
+                &mined,
+                &located,
+                choose.max_candidates,
+                choose.cap,
+                gap,
+            );
+            progress.end();
+            let sampled = sampled?;
+            for (pattern, by_day) in found
+                .patterns
+                .iter_mut()
+                .zip(sampled.by_day)
+                .take(choose.max_dated)
+            {
+                pattern.support_by_day = by_day;
+            }
+            sampled.chosen
+        }
+    };
+    let counted = CountedElsewhere {
+        held_out_traces: held_out.len(),
+        steps: to_usize(found.steps),
+        distinct_tools: to_usize(found.distinct_tools),
+        patterns: found.patterns,
+        chosen,
         mined,
         mining_time: started.elapsed(),
     };
@@ -198,7 +234,11 @@ pub fn engine_patterns(
     use chainweaver_analyzer::engine::datafusion::{self, MinedTraces};
     use chainweaver_analyzer::engine::sql::CountingQuery;
     let config = &request.config;
-    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length);
+    let max_gap = config
+        .max_gap
+        .map(|gap| u32::try_from(gap).unwrap_or(u32::MAX));
+    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length)
+        .with_max_gap(max_gap);
     let (mined, held_out) = split_trace_ids(store, request.split)?;
     progress.begin("counting patterns", None, Unit::Items);
     let traces = MinedTraces {

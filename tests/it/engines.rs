@@ -558,6 +558,90 @@ fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_a
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// Gapped patterns (`--max-gap`): counted by the embedded engine, their occurrences matched
+/// along the traces' tool names, and the same patterns, supports, days and candidates as the
+/// in-process gapped miner, on real traffic and on generated interleaving.
+#[cfg(feature = "datafusion")]
+#[test]
+fn datafusion_mines_the_gapped_patterns_and_candidates_mine_stores() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let source = datasets.join("tau-bench-retail");
+    for store in ["tau.db", "tau.parquet"] {
+        import_into(dir.path(), store, None, &source);
+        assert_same_candidates(dir.path(), store, &["--max-gap", "1"]);
+        assert_same_candidates(
+            dir.path(),
+            store,
+            &[
+                "--max-gap",
+                "2",
+                "--holdout",
+                "20",
+                "--sample",
+                "9",
+                "--probe",
+                "4",
+            ],
+        );
+    }
+    // A gap finds what contiguous counting does not: otherwise this test would not tell.
+    let gapped = mined(dir.path(), "tau.db", &["--max-gap", "2"]);
+    let contiguous = mined(dir.path(), "tau.db", &[]);
+    assert_ne!(gapped, contiguous);
+    // Interleaved generated traffic, where other calls sit inside behaviours; loop candidates'
+    // runs counted with the gap; a gap wide enough for the windowed join.
+    generated_parquet_store(dir.path(), "generated.parquet", "600", "17");
+    assert_same_candidates(dir.path(), "generated.parquet", &["--max-gap", "1"]);
+    assert_same_candidates(
+        dir.path(),
+        "generated.parquet",
+        &[
+            "--max-gap",
+            "20",
+            "--max-length",
+            "4",
+            "--sample",
+            "25",
+            "--probe",
+            "8",
+        ],
+    );
+}
+
+/// A cluster runs the contiguous SQL only: a gap there is refused before any connection, with
+/// where it is counted instead.
+#[cfg(feature = "ballista")]
+#[test]
+fn a_gap_on_a_cluster_is_refused_with_where_it_is_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_parquet_store(dir.path(), "small.parquet", "20", "5");
+    let refused = chainweaver(
+        dir.path(),
+        &[
+            "-q",
+            "--store",
+            "small.parquet",
+            "mine",
+            "--engine",
+            "ballista",
+            "--scheduler",
+            "df://127.0.0.1:9",
+            "--max-gap",
+            "1",
+        ],
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("`--engine datafusion`"), "{stderr}");
+    assert!(
+        !stderr.contains("127.0.0.1:9"),
+        "refused before connecting: {stderr}"
+    );
+}
+
 /// A Parquet file beside the committed parts of a day (what an append that crashed after its
 /// renames and before its manifest leaves) is not counted: the engine reads that day's
 /// committed files one by one, and the other days by their folders.

@@ -260,7 +260,7 @@ pub fn lost_endpoint(message: &str) -> bool {
 
 /// The closed (or, as `reported` says, all frequent) patterns of `query` among the steps of
 /// the mined traces, counted where `runner` says, best-ranked first; with `choose`, the
-/// occurrences of the best-ranked (embedded only).
+/// occurrences of the best-ranked (embedded only, contiguous patterns only).
 pub fn mine(
     store: &dyn TraceStore,
     query: &CountingQuery,
@@ -275,6 +275,13 @@ pub fn mine(
         source_name: source.describe(),
         message,
     };
+    if runner.is_remote() && query.max_gap.is_some() {
+        return Err(failed(
+            "a cluster counts contiguous patterns from plain SQL; gapped ones (`--max-gap`) are \
+             counted by the embedded engine (`--engine datafusion`)"
+                .into(),
+        ));
+    }
     if runner.is_remote() && choose.is_some() {
         return Err(failed(
             "a cluster counts the patterns only; their occurrences for candidates are found by \
@@ -435,7 +442,10 @@ impl Plans<'_> {
             reported_patterns(self.query, counted.rows, self.reported),
             |a, b| a.iter().map(|t| rank(t)).cmp(b.iter().map(|t| rank(t))),
         );
-        let chosen = match self.choose {
+        // A gapped pattern's occurrences are matched greedily along each trace, which is no
+        // join: the caller finds them ([`crate::mine::gapped_samples`]).
+        let choose = self.choose.filter(|_| self.query.max_gap.is_none());
+        let chosen = match choose {
             Some(choose) => {
                 let located: Vec<Vec<String>> = patterns
                     .iter()

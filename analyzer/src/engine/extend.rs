@@ -184,6 +184,12 @@ pub(super) async fn frequent_rows(
     let mut level = count_level(context, NUMBERED, false, query.min_support).await?;
     let mut patterns: Vec<Vec<u32>> = level.iter().map(|e| vec![e.tool]).collect();
     let mut rows = Vec::new();
+    // Contiguous closedness looks one tool further; gapped closedness compares the reported
+    // lengths among themselves, as the in-process miner does.
+    let longest = match query.max_gap {
+        None => query.max_length + 1,
+        Some(_) => query.max_length,
+    };
     let mut length = 1;
     loop {
         if length >= query.min_length {
@@ -191,15 +197,22 @@ pub(super) async fn frequent_rows(
                 rows.push(CountedPattern {
                     tools: spell(tools, &tool_names)?,
                     support: extension.support,
-                    occurrences: extension.occurrences,
+                    // A gapped pattern's occurrences are its traces (the in-process count).
+                    occurrences: match query.max_gap {
+                        None => extension.occurrences,
+                        Some(_) => extension.support,
+                    },
                 });
             }
         }
-        if level.is_empty() || length > query.max_length {
+        if level.is_empty() || length >= longest {
             break;
         }
         keep_occurrences(context, &level, length).await?;
-        extend_occurrences(context, length).await?;
+        match query.max_gap {
+            None => extend_occurrences(context, length).await?,
+            Some(gap) => extend_gapped(context, gap).await?,
+        }
         let next = count_level(context, EXTENDED, true, query.min_support).await?;
         patterns = next
             .iter()
@@ -730,6 +743,42 @@ FROM {OCCURRENCES} o JOIN {NUMBERED} n ON n.pos = o.pos + {length}"
     Ok(())
 }
 
+/// Gaps up to this many steps are joined position by position (one equi-join per distance);
+/// wider ones join the steps of the same trace within the window.
+const UNROLLED_GAPS: u32 = 15;
+
+/// [`extend_occurrences`] for gapped patterns: `occurrences_of_frequent` holds where each
+/// pattern can end (`pos`), and `extended (pos, prefix, tool)` becomes every step at most `gap`
+/// other steps after such an end, as a new end of the pattern extended by its tool; each end
+/// once, however many ways reach it, so a level holds at most one row per step and pattern.
+async fn extend_gapped(context: &SessionContext, gap: u32) -> Result<(), String> {
+    let reach = i64::from(gap) + 1;
+    let sql = if gap <= UNROLLED_GAPS {
+        let branches: Vec<String> = (1..=reach)
+            .map(|distance| {
+                format!(
+                    "SELECT n.pos, o.pattern AS prefix, n.tool
+FROM {OCCURRENCES} o JOIN {NUMBERED} n ON n.pos = o.pos + {distance}"
+                )
+            })
+            .collect();
+        format!(
+            "SELECT DISTINCT pos, prefix, tool FROM ({}) reached",
+            branches.join("\nUNION ALL\n")
+        )
+    } else {
+        format!(
+            "SELECT DISTINCT n.pos, o.pattern AS prefix, n.tool
+FROM {OCCURRENCES} o JOIN {NUMBERED} n
+  ON n.pos / {TRACE_STRIDE} = o.pos / {TRACE_STRIDE}
+ AND n.pos > o.pos AND n.pos <= o.pos + {reach}"
+        )
+    };
+    materialize(context, &sql, EXTENDED).await?;
+    forget(context, OCCURRENCES);
+    Ok(())
+}
+
 /// Run `sql` and keep its result as the table `name` (replacing one of that name, which `sql`
 /// may read): Arrow IPC files in a fresh folder of the session's [`Scratch`], written by the
 /// plan as it runs, so the result never has to fit in memory.
@@ -1118,6 +1167,63 @@ mod tests {
                 expected,
                 "min_support {min_support}, lengths {min_length}..={max_length}"
             );
+        }
+    }
+
+    #[test]
+    fn gapped_levels_count_what_the_in_process_gapped_miner_counts() {
+        // Repeats within reach of each other (so one end is reached more than one way), a
+        // trace longer than the widest gap, and traces the gap must not bridge.
+        let long: Vec<&str> = ["a", "x", "x", "b", "x", "c"]
+            .into_iter()
+            .cycle()
+            .take(60)
+            .chain(["a"; 20])
+            .chain(["b", "c"])
+            .collect();
+        let traces: Vec<Vec<&str>> = vec![
+            vec!["a", "b", "a", "b", "c", "a", "c"],
+            vec!["a", "x", "b", "x", "x", "c"],
+            vec!["b", "a", "a", "c", "b"],
+            vec!["a"],
+            vec!["b", "c", "x", "a", "x", "x", "x", "b"],
+            long,
+            vec!["c", "a", "b"],
+        ];
+        let mut builder = crate::spm::SequenceDbBuilder::new();
+        for trace in &traces {
+            builder
+                .push_sequence(trace.iter().copied())
+                .expect("a sequence");
+        }
+        let db = builder.finish();
+        // Distances joined one by one (gaps 0, 1, 3) and as a window (20 and 40, past
+        // `UNROLLED_GAPS`).
+        for (gap, min_support, max_length) in
+            [(0, 2, 4), (1, 2, 4), (3, 2, 5), (20, 2, 4), (40, 3, 3)]
+        {
+            let query = CountingQuery::new(min_support, 1, max_length).with_max_gap(Some(gap));
+            let options = crate::spm::GappedOptions {
+                min_support,
+                max_gap: Some(gap),
+                min_length: 1,
+                max_length: Some(max_length),
+            };
+            let mut expected: Vec<CountedPattern> = crate::spm::gapped::mine(&db, &options)
+                .expect("mined")
+                .into_iter()
+                .map(|p| CountedPattern {
+                    tools: p.items.iter().map(|&i| db.name(i).to_string()).collect(),
+                    support: u64::from(p.support),
+                    occurrences: u64::from(p.support),
+                })
+                .collect();
+            expected.sort();
+            assert!(
+                expected.iter().any(|p| p.tools.len() >= 3),
+                "gap {gap}: long patterns"
+            );
+            assert_eq!(counted(&traces, &query), expected, "gap {gap}");
         }
     }
 

@@ -29,6 +29,11 @@ pub struct CountingQuery {
     pub min_length: usize,
     /// Longest pattern reported (at least `min_length`).
     pub max_length: usize,
+    /// Gapped counting: at most this many other steps between two consecutive tools of a
+    /// pattern, closedness by subsequence and occurrences reported as the support (as the
+    /// in-process miner's `--max-gap`). Only the embedded engine counts it; the SQL text of this
+    /// module is contiguous.
+    pub max_gap: Option<u32>,
 }
 
 /// One row of the counting query's result.
@@ -53,7 +58,13 @@ impl CountingQuery {
             min_support: min_support.max(1),
             min_length,
             max_length: max_length.max(min_length),
+            max_gap: None,
         }
+    }
+
+    /// This query counting gapped patterns (see [`CountingQuery::max_gap`]).
+    pub fn with_max_gap(self, max_gap: Option<u32>) -> Self {
+        Self { max_gap, ..self }
     }
 
     /// Result columns: `length`, `support`, `occurrences`, then one per tool position.
@@ -296,6 +307,22 @@ pub fn reported_patterns(
     reported: Reported,
 ) -> Vec<CountedPattern> {
     match reported {
+        Reported::Closed if query.max_gap.is_some() => {
+            let patterns = frequent
+                .into_iter()
+                .map(|p| (p.tools, u32::try_from(p.support).unwrap_or(u32::MAX)))
+                .collect();
+            let mut closed: Vec<CountedPattern> = crate::mine::closed_gapped(patterns)
+                .into_iter()
+                .map(|(tools, support)| CountedPattern {
+                    tools,
+                    support: u64::from(support),
+                    occurrences: u64::from(support),
+                })
+                .collect();
+            closed.sort();
+            closed
+        }
         Reported::Closed => closed_patterns(query, frequent),
         Reported::AllFrequent => {
             let mut all: Vec<CountedPattern> = frequent
@@ -423,7 +450,8 @@ mod tests {
             CountingQuery {
                 min_support: 1,
                 min_length: 1,
-                max_length: 1
+                max_length: 1,
+                max_gap: None,
             }
         );
     }
