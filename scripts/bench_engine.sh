@@ -13,12 +13,15 @@
 # data_dir (default: $CARGO_TARGET_DIR/bench-engine, or target/bench-engine) keeps the
 # generated stores between runs. BENCH_ENGINE_SIZES chooses the sizes in steps (default
 # "1000000 10000000"; 10M steps take a few minutes to write and about 5 GB of disk).
+# BENCH_MINE_FLAGS adds flags to every `mine` run, e.g. "--max-gap 1" (a cluster counts
+# contiguous patterns only: leave BENCH_BALLISTA off then).
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 target=${CARGO_TARGET_DIR:-$root/target}
 data=${1:-$target/bench-engine}
 sizes=${BENCH_ENGINE_SIZES:-"1000000 10000000"}
+flags=${BENCH_MINE_FLAGS:-}
 mkdir -p "$data"
 
 cargo build --release --quiet --workspace --all-features --bin chainweaver
@@ -62,15 +65,18 @@ for steps in $sizes; do
             --truth "$data/truth-$steps.json" >/dev/null
     fi
     echo "# $steps steps, Parquet (label wall_s peak_MiB)"
-    timed datafusion --store "$store" --format json mine --engine datafusion
+    # shellcheck disable=SC2086 # the flags are words
+    timed datafusion --store "$store" --format json mine --engine datafusion $flags
     if [ -n "$scheduler" ]; then
         timed ballista --store "$store" --format json mine --engine ballista --scheduler "$scheduler"
         echo "cluster CPU so far: $(ps -o times= -p "$(echo "$cluster" | tr ' ' ',')" | awk '{ s += $1 } END { print s }') s"
     else
         cp "$data/datafusion.out" "$data/ballista.out"
     fi
-    timed count-only --store "$store" mine --count-only --max-length 10
-    timed in-process --store "$store" --format json mine
+    # shellcheck disable=SC2086
+    timed count-only --store "$store" mine --count-only --max-length 10 $flags
+    # shellcheck disable=SC2086
+    timed in-process --store "$store" --format json mine $flags
     python3 - "$data/datafusion.out" "$data/ballista.out" "$data/in-process.out" <<'PY'
 import json, sys
 engine, cluster, mined = (json.load(open(p)) for p in sys.argv[1:4])

@@ -1192,24 +1192,52 @@ pub fn sort_candidates(candidates: &mut [Candidate]) {
 }
 
 /// Keep the closed gapped patterns: drop one when a longer pattern that contains it as a
-/// subsequence has the same support.
-pub(crate) fn closed_gapped<T: PartialEq>(mut patterns: Vec<(Vec<T>, u32)>) -> Vec<(Vec<T>, u32)> {
+/// subsequence has the same support. Kept in order of length, longest first (the order the
+/// patterns came in among those of one length).
+///
+/// A longer pattern holding a pattern as a subsequence holds each pair of its consecutive
+/// tools in that order. So the kept patterns are indexed by support and by every ordered pair
+/// of their tools, and a pattern is compared only with the kept ones listed under its rarest
+/// pair (under its tool, for one tool), not with every kept one: with few distinct tools a
+/// tool alone selects little, and this runs on hundreds of thousands of patterns.
+pub(crate) fn closed_gapped(mut patterns: Vec<(Vec<u32>, u32)>) -> Vec<(Vec<u32>, u32)> {
     patterns.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
-    let mut kept: Vec<(Vec<T>, u32)> = Vec::new();
+    let mut kept: Vec<(Vec<u32>, u32)> = Vec::new();
+    // Per (support, tool, later tool), and per (support, tool, tool) for a single tool: the
+    // places in `kept` of the patterns of that support holding it.
+    let mut holding: HashMap<(u32, u32, u32), Vec<usize>> = HashMap::new();
     for (items, support) in patterns {
-        let absorbed = kept.iter().any(|(longer, longer_support)| {
-            *longer_support == support
-                && longer.len() > items.len()
-                && is_subsequence(&items, longer)
-        });
+        let keys: Vec<(u32, u32, u32)> = match items.as_slice() {
+            [only] => vec![(support, *only, *only)],
+            _ => items.windows(2).map(|w| (support, w[0], w[1])).collect(),
+        };
+        let lists: Option<Vec<&Vec<usize>>> = keys.iter().map(|key| holding.get(key)).collect();
+        let absorbed = lists
+            .and_then(|lists| lists.into_iter().min_by_key(|list| list.len()))
+            .is_some_and(|rarest| {
+                rarest.iter().any(|&k| {
+                    let longer = &kept[k].0;
+                    longer.len() > items.len() && is_subsequence(&items, longer)
+                })
+            });
         if !absorbed {
+            let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
+            for (i, &a) in items.iter().enumerate() {
+                pairs.push((support, a, a));
+                pairs.extend(items[i + 1..].iter().map(|&b| (support, a, b)));
+            }
+            pairs.sort_unstable();
+            pairs.dedup();
+            for pair in pairs {
+                holding.entry(pair).or_default().push(kept.len());
+            }
             kept.push((items, support));
         }
     }
     kept
 }
 
-fn is_subsequence<T: PartialEq>(short: &[T], long: &[T]) -> bool {
+fn is_subsequence(short: &[u32], long: &[u32]) -> bool {
     let mut rest = long.iter();
     short.iter().all(|item| rest.any(|other| other == item))
 }
@@ -1330,6 +1358,36 @@ mod tests {
         assert!(occurrences(&[0, 1, 9, 1, 2], &[0, 1, 2], 1).is_empty());
         // Nothing completes: no occurrence, and the search goes on after the start.
         assert!(occurrences(&[0, 1, 9, 9, 2], &[0, 1, 2], 1).is_empty());
+    }
+
+    #[test]
+    fn closed_gapped_keeps_what_comparing_with_every_longer_pattern_keeps() {
+        // Every pattern of up to 4 tools over 3 tools, with supports from a small hash: many
+        // share a support, and some are subsequences of others.
+        let mut patterns: Vec<(Vec<u32>, u32)> = Vec::new();
+        for len in 1..=4u32 {
+            for code in 0..3u32.pow(len) {
+                let items: Vec<u32> = (0..len).map(|i| code / 3u32.pow(i) % 3).collect();
+                let support = (code * 7 + len * 3) % 4 + 1;
+                patterns.push((items, support));
+            }
+        }
+        let plain = |patterns: &[(Vec<u32>, u32)]| -> Vec<(Vec<u32>, u32)> {
+            let mut sorted = patterns.to_vec();
+            sorted.sort_by_key(|p| std::cmp::Reverse(p.0.len()));
+            sorted
+                .iter()
+                .filter(|(items, support)| {
+                    !sorted.iter().any(|(longer, s)| {
+                        s == support && longer.len() > items.len() && is_subsequence(items, longer)
+                    })
+                })
+                .cloned()
+                .collect()
+        };
+        let expected = plain(&patterns);
+        assert!(expected.len() < patterns.len() && expected.len() > 3 * 9);
+        assert_eq!(closed_gapped(patterns), expected);
     }
 
     #[test]

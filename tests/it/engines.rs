@@ -465,16 +465,29 @@ fn assert_same_candidates(dir: &Path, store: &str, flags: &[&str]) -> usize {
     candidates
 }
 
+/// The stores [`tau_bench_stores`] fills: SQLite and Parquet.
+#[cfg(feature = "datafusion")]
+const TAU_STORES: [&str; 2] = ["tau.db", "tau.parquet"];
+
+/// A folder with tau-bench retail (shared) imported into each of [`TAU_STORES`]; none when the
+/// shared datasets are missing outside CI.
+#[cfg(feature = "datafusion")]
+fn tau_bench_stores() -> Option<tempfile::TempDir> {
+    let source = shared_datasets()?.join("tau-bench-retail");
+    let dir = tempfile::tempdir().unwrap();
+    for store in TAU_STORES {
+        import_into(dir.path(), store, None, &source);
+    }
+    Some(dir)
+}
+
 #[cfg(feature = "datafusion")]
 #[test]
 fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_and_from_sqlite() {
-    let Some(datasets) = shared_datasets() else {
+    let Some(dir) = tau_bench_stores() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let source = datasets.join("tau-bench-retail");
-    for store in ["tau.db", "tau.parquet"] {
-        import_into(dir.path(), store, None, &source);
+    for store in TAU_STORES {
         // Every trace; then the traces a 20% hold-out keeps for verification left out on both
         // sides. Every occurrence read, tools profiled over every call (a small store).
         assert_same_candidates(dir.path(), store, &[]);
@@ -564,13 +577,10 @@ fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_a
 #[cfg(feature = "datafusion")]
 #[test]
 fn datafusion_mines_the_gapped_patterns_and_candidates_mine_stores() {
-    let Some(datasets) = shared_datasets() else {
+    let Some(dir) = tau_bench_stores() else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let source = datasets.join("tau-bench-retail");
-    for store in ["tau.db", "tau.parquet"] {
-        import_into(dir.path(), store, None, &source);
+    for store in TAU_STORES {
         assert_same_candidates(dir.path(), store, &["--max-gap", "1"]);
         assert_same_candidates(
             dir.path(),

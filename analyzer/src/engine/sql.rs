@@ -308,14 +308,29 @@ pub fn reported_patterns(
 ) -> Vec<CountedPattern> {
     match reported {
         Reported::Closed if query.max_gap.is_some() => {
+            // Compared as numbers: closedness compares many patterns tool by tool.
+            let mut names: Vec<String> = Vec::new();
+            let mut numbers: HashMap<String, u32> = HashMap::new();
             let patterns = frequent
                 .into_iter()
-                .map(|p| (p.tools, u32::try_from(p.support).unwrap_or(u32::MAX)))
+                .map(|p| {
+                    let tools = p
+                        .tools
+                        .into_iter()
+                        .map(|tool| {
+                            *numbers.entry(tool).or_insert_with_key(|tool| {
+                                names.push(tool.clone());
+                                names.len() as u32 - 1
+                            })
+                        })
+                        .collect();
+                    (tools, u32::try_from(p.support).unwrap_or(u32::MAX))
+                })
                 .collect();
             let mut closed: Vec<CountedPattern> = crate::mine::closed_gapped(patterns)
                 .into_iter()
                 .map(|(tools, support)| CountedPattern {
-                    tools,
+                    tools: tools.iter().map(|&t| names[t as usize].clone()).collect(),
                     support: u64::from(support),
                     occurrences: u64::from(support),
                 })
