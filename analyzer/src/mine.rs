@@ -1206,7 +1206,28 @@ pub(crate) fn closed_gapped(mut patterns: Vec<(Vec<u32>, u32)>) -> Vec<(Vec<u32>
     // Per (support, tool, later tool), and per (support, tool, tool) for a single tool: the
     // places in `kept` of the patterns of that support holding it.
     let mut holding: HashMap<(u32, u32, u32), Vec<usize>> = HashMap::new();
+    // Kept patterns enter the index once every pattern of their length is decided: only a
+    // longer one can absorb, so lists hold nothing a pattern need be compared with in vain.
+    let mut unindexed = 0;
     for (items, support) in patterns {
+        if kept
+            .get(unindexed)
+            .is_some_and(|(k, _)| k.len() > items.len())
+        {
+            for (at, (longer, longer_support)) in kept.iter().enumerate().skip(unindexed) {
+                let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
+                for (i, &a) in longer.iter().enumerate() {
+                    pairs.push((*longer_support, a, a));
+                    pairs.extend(longer[i + 1..].iter().map(|&b| (*longer_support, a, b)));
+                }
+                pairs.sort_unstable();
+                pairs.dedup();
+                for pair in pairs {
+                    holding.entry(pair).or_default().push(at);
+                }
+            }
+            unindexed = kept.len();
+        }
         let keys: Vec<(u32, u32, u32)> = match items.as_slice() {
             [only] => vec![(support, *only, *only)],
             _ => items.windows(2).map(|w| (support, w[0], w[1])).collect(),
@@ -1214,23 +1235,8 @@ pub(crate) fn closed_gapped(mut patterns: Vec<(Vec<u32>, u32)>) -> Vec<(Vec<u32>
         let lists: Option<Vec<&Vec<usize>>> = keys.iter().map(|key| holding.get(key)).collect();
         let absorbed = lists
             .and_then(|lists| lists.into_iter().min_by_key(|list| list.len()))
-            .is_some_and(|rarest| {
-                rarest.iter().any(|&k| {
-                    let longer = &kept[k].0;
-                    longer.len() > items.len() && is_subsequence(&items, longer)
-                })
-            });
+            .is_some_and(|rarest| rarest.iter().any(|&k| is_subsequence(&items, &kept[k].0)));
         if !absorbed {
-            let mut pairs: Vec<(u32, u32, u32)> = Vec::new();
-            for (i, &a) in items.iter().enumerate() {
-                pairs.push((support, a, a));
-                pairs.extend(items[i + 1..].iter().map(|&b| (support, a, b)));
-            }
-            pairs.sort_unstable();
-            pairs.dedup();
-            for pair in pairs {
-                holding.entry(pair).or_default().push(kept.len());
-            }
             kept.push((items, support));
         }
     }
