@@ -49,5 +49,6 @@ pub mod loops;
 pub mod mine;
 mod parallel;
 pub mod spm;
+mod tool_stream;
 
 pub use error::{AnalyzerError, Result};

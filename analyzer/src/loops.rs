@@ -744,39 +744,16 @@ pub fn count_runs_in_store(
         return Ok(counts);
     }
     // Only the shapes' tools get numbers; every other tool is one number none of them has.
-    let mut numbers: HashMap<&str, u32> = HashMap::new();
-    for tool in shapes.iter().flat_map(|s| &s.tools) {
-        let next = numbers.len() as u32;
-        numbers.entry(tool.as_str()).or_insert(next);
-    }
-    let other = numbers.len() as u32;
-    let ids: Vec<Vec<u32>> = shapes
-        .iter()
-        .map(|s| s.tools.iter().map(|t| numbers[t.as_str()]).collect())
-        .collect();
-    let count = |sequence: &[u32], counts: &mut [RunCounts]| {
+    let numbers = crate::tool_stream::ToolNumbers::new(
+        shapes.iter().flat_map(|s| &s.tools).map(String::as_str),
+    );
+    let ids: Vec<Vec<u32>> = shapes.iter().map(|s| numbers.spell(&s.tools)).collect();
+    let place = |id: &str| keep(id).then_some(0);
+    crate::tool_stream::for_each_sequence(store, &place, &numbers, &mut |_, sequence, _| {
         for ((shape, ids), counts) in shapes.iter().zip(&ids).zip(counts.iter_mut()) {
             counts.add_sequence(sequence, ids, shape.position, shape.max_gap);
         }
-    };
-    let mut current: Option<(String, bool)> = None;
-    let mut sequence: Vec<u32> = Vec::new();
-    store.for_each_step_tool(&mut |step| {
-        if current.as_ref().is_none_or(|(id, _)| id != step.trace_id) {
-            if current.as_ref().is_some_and(|(_, kept)| *kept) {
-                count(&sequence, &mut counts);
-            }
-            sequence.clear();
-            current = Some((step.trace_id.to_string(), keep(step.trace_id)));
-        }
-        if current.as_ref().is_some_and(|(_, kept)| *kept) {
-            sequence.push(numbers.get(step.tool_name).copied().unwrap_or(other));
-        }
-        Ok(())
     })?;
-    if current.is_some_and(|(_, kept)| kept) {
-        count(&sequence, &mut counts);
-    }
     Ok(counts)
 }
 

@@ -116,18 +116,12 @@ fn engine_mine(
     progress: &dyn Progress,
 ) -> Result<MineOutcome> {
     use chainweaver_analyzer::engine::datafusion::{self, Choose, MinedTraces};
-    use chainweaver_analyzer::engine::sql::{CountingQuery, Reported};
-    use chainweaver_analyzer::mine::{
-        ChosenSample, CountedElsewhere, gapped_samples, inference_cap,
-    };
+    use chainweaver_analyzer::engine::sql::Reported;
+    use chainweaver_analyzer::mine::{ChosenSample, CountedElsewhere, inference_cap};
     use chainweaver_recorder::model::candidate::Occurrence;
     let started = std::time::Instant::now();
     let (mined, held_out) = split_trace_ids(store, split)?;
-    let max_gap = config
-        .max_gap
-        .map(|gap| u32::try_from(gap).unwrap_or(u32::MAX));
-    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length)
-        .with_max_gap(max_gap);
+    let query = counting_query(config);
     let choose = Choose {
         max_candidates: config.max_candidates,
         max_dated: config.max_dated_patterns,
@@ -143,7 +137,8 @@ fn engine_mine(
             held_out: &held_out,
         },
         runner,
-        Some(choose),
+        // Gapped patterns' occurrences are found below, over the tool names.
+        config.max_gap.is_none().then_some(choose),
     );
     progress.end();
     let mut found = found?;
@@ -175,34 +170,7 @@ fn engine_mine(
             })
             .collect(),
         // Gapped: the engine counted; the occurrences are matched along the traces' tools.
-        Some(gap) => {
-            progress.begin("finding occurrences", None, Unit::Items);
-            let located: Vec<Vec<String>> = found
-                .patterns
-                .iter()
-                .take(choose.max_dated.max(choose.max_candidates))
-                .map(|p| p.tools.clone())
-                .collect();
-            let sampled = gapped_samples(
-                store,
-                &mined,
-                &located,
-                choose.max_candidates,
-                choose.cap,
-                gap,
-            );
-            progress.end();
-            let sampled = sampled?;
-            for (pattern, by_day) in found
-                .patterns
-                .iter_mut()
-                .zip(sampled.by_day)
-                .take(choose.max_dated)
-            {
-                pattern.support_by_day = by_day;
-            }
-            sampled.chosen
-        }
+        Some(gap) => gapped_chosen(store, &mined, &mut found.patterns, &choose, gap, progress)?,
     };
     let counted = CountedElsewhere {
         held_out_traces: held_out.len(),
@@ -219,6 +187,58 @@ fn engine_mine(
     Ok(outcome?)
 }
 
+/// The counting `config` asks an engine for.
+#[cfg(feature = "datafusion")]
+fn counting_query(config: &MineConfig) -> chainweaver_analyzer::engine::sql::CountingQuery {
+    let max_gap = config
+        .max_gap
+        .map(|gap| u32::try_from(gap).unwrap_or(u32::MAX));
+    chainweaver_analyzer::engine::sql::CountingQuery::new(
+        config.min_support,
+        config.min_length,
+        config.max_length,
+    )
+    .with_max_gap(max_gap)
+}
+
+/// The chosen gapped patterns' occurrences among the `mined` traces, found over the store's
+/// tool names after the engine counted `patterns` (best-ranked first); the best-ranked are
+/// dated by day as `choose` says.
+#[cfg(feature = "datafusion")]
+fn gapped_chosen(
+    store: &dyn TraceStore,
+    mined: &[String],
+    patterns: &mut [chainweaver_recorder::model::candidate::PatternSummary],
+    choose: &chainweaver_analyzer::engine::datafusion::Choose,
+    max_gap: usize,
+    progress: &dyn Progress,
+) -> Result<Vec<chainweaver_analyzer::mine::ChosenSample>> {
+    progress.begin("finding occurrences", None, Unit::Items);
+    let located: Vec<Vec<String>> = patterns
+        .iter()
+        .take(choose.max_dated.max(choose.max_candidates))
+        .map(|p| p.tools.clone())
+        .collect();
+    let sampled = chainweaver_analyzer::mine::gapped_samples(
+        store,
+        mined,
+        &located,
+        choose.max_candidates,
+        choose.cap,
+        max_gap,
+    );
+    progress.end();
+    let sampled = sampled?;
+    for (pattern, by_day) in patterns
+        .iter_mut()
+        .zip(sampled.by_day)
+        .take(choose.max_dated)
+    {
+        pattern.support_by_day = by_day;
+    }
+    Ok(sampled.chosen)
+}
+
 /// The closed (or, as `reported` says, all frequent) contiguous patterns of the traces `split`
 /// leaves to mining, counted by Apache DataFusion over the store's Parquet files in place (any
 /// other store through its tool-name stream), embedded or on a Ballista cluster as `runner`
@@ -232,13 +252,8 @@ pub fn engine_patterns(
     progress: &dyn Progress,
 ) -> Result<EnginePatterns> {
     use chainweaver_analyzer::engine::datafusion::{self, MinedTraces};
-    use chainweaver_analyzer::engine::sql::CountingQuery;
     let config = &request.config;
-    let max_gap = config
-        .max_gap
-        .map(|gap| u32::try_from(gap).unwrap_or(u32::MAX));
-    let query = CountingQuery::new(config.min_support, config.min_length, config.max_length)
-        .with_max_gap(max_gap);
+    let query = counting_query(config);
     let (mined, held_out) = split_trace_ids(store, request.split)?;
     progress.begin("counting patterns", None, Unit::Items);
     let traces = MinedTraces {

@@ -282,6 +282,15 @@ pub fn mine(
                 .into(),
         ));
     }
+    if query.max_gap.is_some() && choose.is_some() {
+        // A gapped pattern's occurrences are matched greedily along each trace, which is no
+        // join: they are found over the tool names ([`crate::mine::gapped_samples`]).
+        return Err(failed(
+            "the engine samples contiguous patterns' occurrences only; a gapped pattern's are \
+             found by `mine::gapped_samples`"
+                .into(),
+        ));
+    }
     if runner.is_remote() && choose.is_some() {
         return Err(failed(
             "a cluster counts the patterns only; their occurrences for candidates are found by \
@@ -442,10 +451,7 @@ impl Plans<'_> {
             reported_patterns(self.query, counted.rows, self.reported),
             |a, b| a.iter().map(|t| rank(t)).cmp(b.iter().map(|t| rank(t))),
         );
-        // A gapped pattern's occurrences are matched greedily along each trace, which is no
-        // join: the caller finds them ([`crate::mine::gapped_samples`]).
-        let choose = self.choose.filter(|_| self.query.max_gap.is_none());
-        let chosen = match choose {
+        let chosen = match self.choose {
             Some(choose) => {
                 let located: Vec<Vec<String>> = patterns
                     .iter()

@@ -11,13 +11,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use chainweaver_recorder::model::Timestamp;
 use chainweaver_recorder::model::candidate::Occurrence;
 use chainweaver_recorder::store::TraceStore;
 
 use super::{ChosenSample, greedy_gapped};
 use crate::candidate::even_positions;
 use crate::error::{AnalyzerError, Result};
+use crate::tool_stream::{ToolNumbers, for_each_sequence};
 
 /// What [`gapped_samples`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,97 +27,6 @@ pub struct GappedLocated {
     pub by_day: Vec<BTreeMap<String, u64>>,
     /// The first `chosen` located patterns' occurrence counts and samples.
     pub chosen: Vec<ChosenSample>,
-}
-
-/// The patterns' tools as small numbers: every tool of a located pattern has its own, every
-/// other tool shares one.
-struct Numbering {
-    numbers: HashMap<String, u32>,
-    patterns: Vec<Vec<u32>>,
-    other: u32,
-}
-
-impl Numbering {
-    fn new(located: &[Vec<String>]) -> Self {
-        let mut numbers: HashMap<String, u32> = HashMap::new();
-        let patterns = located
-            .iter()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .map(|tool| {
-                        let next = numbers.len() as u32;
-                        *numbers.entry(tool.clone()).or_insert(next)
-                    })
-                    .collect()
-            })
-            .collect();
-        let other = numbers.len() as u32;
-        Self {
-            numbers,
-            patterns,
-            other,
-        }
-    }
-
-    fn number(&self, tool: &str) -> u32 {
-        self.numbers.get(tool).copied().unwrap_or(self.other)
-    }
-}
-
-/// What [`each_mined_sequence`] calls for each mined trace: its place among the mined traces,
-/// its tools and the start of its first timed step.
-type VisitSequence<'a> = dyn FnMut(usize, &[u32], Option<Timestamp>) + 'a;
-
-/// Visit each mined trace's tool sequence (numbered by `numbering`), with its place among
-/// `mined` and the start of its first timed step. Traces not in `mined` (held out) are skipped.
-fn each_mined_sequence(
-    store: &dyn TraceStore,
-    mined: &HashMap<&str, usize>,
-    numbering: &Numbering,
-    visit: &mut VisitSequence<'_>,
-) -> Result<()> {
-    // The trace being read: its place among the mined traces (None: not mined).
-    let mut current: Option<(String, Option<usize>)> = None;
-    let mut sequence: Vec<u32> = Vec::new();
-    let mut first_started: Option<Timestamp> = None;
-    let mut seen = vec![false; mined.len()];
-    // A trace whose steps came in two runs (the store broke its promise), by id.
-    let mut split_trace: Option<String> = None;
-    let mut finish = |current: &Option<(String, Option<usize>)>,
-                      sequence: &mut Vec<u32>,
-                      first_started: &mut Option<Timestamp>| {
-        if let Some((id, Some(at))) = current {
-            if std::mem::replace(&mut seen[*at], true) {
-                split_trace.get_or_insert_with(|| id.clone());
-            } else {
-                visit(*at, sequence, *first_started);
-            }
-        }
-        sequence.clear();
-        *first_started = None;
-    };
-    store.for_each_step_tool(&mut |step| {
-        if current.as_ref().is_none_or(|(id, _)| id != step.trace_id) {
-            finish(&current, &mut sequence, &mut first_started);
-            current = Some((step.trace_id.to_owned(), mined.get(step.trace_id).copied()));
-        }
-        if current.as_ref().is_some_and(|(_, at)| at.is_some()) {
-            sequence.push(numbering.number(step.tool_name));
-            if first_started.is_none() {
-                first_started = step.started_at;
-            }
-        }
-        Ok(())
-    })?;
-    finish(&current, &mut sequence, &mut first_started);
-    match split_trace {
-        Some(trace_id) => Err(AnalyzerError::StoreChanged {
-            trace_id,
-            message: "its steps were not listed together".into(),
-        }),
-        None => Ok(()),
-    }
 }
 
 /// The occurrences of the `located` gapped patterns (tool names, best-ranked first) among the
@@ -134,20 +43,22 @@ pub fn gapped_samples(
     max_gap: usize,
 ) -> Result<GappedLocated> {
     let chosen = chosen.min(located.len());
-    let numbering = Numbering::new(located);
+    let numbers = ToolNumbers::new(located.iter().flatten().map(String::as_str));
+    let patterns: Vec<Vec<u32>> = located.iter().map(|tools| numbers.spell(tools)).collect();
     let places: HashMap<&str, usize> = mined
         .iter()
         .enumerate()
         .map(|(i, id)| (id.as_str(), i))
         .collect();
+    let place = |id: &str| places.get(id).copied();
 
     // Pass 1: per chosen pattern, (trace, occurrences there); per located pattern, its traces
     // by day.
     let mut per_trace: Vec<Vec<(usize, usize)>> = vec![Vec::new(); chosen];
     let mut by_day: Vec<BTreeMap<String, u64>> = vec![BTreeMap::new(); located.len()];
-    each_mined_sequence(store, &places, &numbering, &mut |at, sequence, started| {
+    for_each_sequence(store, &place, &numbers, &mut |at, sequence, started| {
         let day = started.map(|t| t.format("%Y-%m-%d").to_string());
-        for (i, items) in numbering.patterns.iter().enumerate() {
+        for (i, items) in patterns.iter().enumerate() {
             let mut count = 0;
             greedy_gapped(sequence, items, max_gap, &mut |_| count += 1);
             if count == 0 {
@@ -170,10 +81,8 @@ pub fn gapped_samples(
         traces.sort_unstable();
         let total: usize = traces.iter().map(|&(_, n)| n).sum();
         totals.push(total);
-        let taken: Box<dyn Iterator<Item = usize>> = match cap {
-            Some(cap) if total > cap.max(1) => Box::new(even_positions(total, cap.max(1))),
-            _ => Box::new(0..total),
-        };
+        // With no cap, or one past the total, every position is taken.
+        let taken = even_positions(total, cap.map_or(total, |cap| cap.max(1)));
         // Walk the taken positions and the traces' cumulative counts together.
         let mut traces = traces.iter();
         let (mut trace, mut before, mut count) = (0, 0, 0);
@@ -204,25 +113,20 @@ pub fn gapped_samples(
     // Pass 2: the taken occurrences, from the traces holding them.
     let mut samples: Vec<Vec<Occurrence>> = vec![Vec::new(); chosen];
     if !wanted.is_empty() {
-        each_mined_sequence(store, &places, &numbering, &mut |at, sequence, _| {
-            let Some(patterns) = wanted.get(&at) else {
+        for_each_sequence(store, &place, &numbers, &mut |at, sequence, _| {
+            let Some(taken_here) = wanted.get(&at) else {
                 return;
             };
-            for (pattern, ordinals) in patterns {
+            for (pattern, ordinals) in taken_here {
                 let mut ordinal = 0;
                 let mut taken = ordinals.iter().peekable();
-                greedy_gapped(
-                    sequence,
-                    &numbering.patterns[*pattern],
-                    max_gap,
-                    &mut |steps| {
-                        if taken.peek() == Some(&&ordinal) {
-                            taken.next();
-                            samples[*pattern].push(Occurrence { trace: at, steps });
-                        }
-                        ordinal += 1;
-                    },
-                );
+                greedy_gapped(sequence, &patterns[*pattern], max_gap, &mut |steps| {
+                    if taken.peek() == Some(&&ordinal) {
+                        taken.next();
+                        samples[*pattern].push(Occurrence { trace: at, steps });
+                    }
+                    ordinal += 1;
+                });
             }
         })?;
     }
