@@ -27,8 +27,8 @@ use crate::error::{AnalyzerError, Result};
 use crate::parallel;
 use crate::spm::{self, ContiguousOptions, GappedOptions, SequenceDb, SequenceDbBuilder};
 
-mod gapped_stream;
-pub use gapped_stream::{GappedLocated, gapped_samples};
+mod occurrence_stream;
+pub use occurrence_stream::{Matching, StreamedLocated, streamed_samples};
 
 /// What to mine and how many candidates to propose.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,7 @@
 //! A store's traces as small-number tool sequences, one trace in memory at a time: for the
-//! work an engine's mining does over the traces after counting (loop runs, gapped
-//! occurrences), which needs the tool names in order and never the whole store.
+//! work an engine's mining does over the traces after counting (loop runs, occurrences the
+//! engine does not sample, what a cluster does not report), which needs the tool names in
+//! order and never the whole store.
 
 use std::collections::HashMap;
 
@@ -77,4 +78,41 @@ pub(crate) fn for_each_sequence(
     })?;
     finish(&current, &mut sequence, &mut first_started);
     Ok(())
+}
+
+/// What one pass over the mined traces' tool names says about them as a whole.
+#[cfg(feature = "datafusion")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ToolTotals {
+    /// Steps of the mined traces.
+    pub(crate) steps: u64,
+    /// Their distinct tools in order of first appearance (storage order): the order in which
+    /// the in-process miner numbers tools, which breaks its ranking's ties.
+    pub(crate) first_seen: Vec<String>,
+}
+
+/// [`ToolTotals`] of the traces `place` gives a place (by id).
+#[cfg(feature = "datafusion")]
+pub(crate) fn tool_totals(
+    store: &dyn TraceStore,
+    place: &dyn Fn(&str) -> Option<usize>,
+) -> Result<ToolTotals> {
+    let mut totals = ToolTotals::default();
+    let mut seen: std::collections::HashSet<String> = Default::default();
+    // The trace being read, and whether it is mined.
+    let mut current: Option<(String, bool)> = None;
+    store.for_each_step_tool(&mut |step| {
+        if current.as_ref().is_none_or(|(id, _)| id != step.trace_id) {
+            current = Some((step.trace_id.to_owned(), place(step.trace_id).is_some()));
+        }
+        if current.as_ref().is_some_and(|(_, mined)| *mined) {
+            totals.steps += 1;
+            if !seen.contains(step.tool_name) {
+                seen.insert(step.tool_name.to_owned());
+                totals.first_seen.push(step.tool_name.to_owned());
+            }
+        }
+        Ok(())
+    })?;
+    Ok(totals)
 }

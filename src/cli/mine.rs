@@ -83,7 +83,7 @@ pub struct MineArgs {
     #[arg(long, conflicts_with_all = ["max_gap", "any_gap", "count_only", "holdout"])]
     pub emit_sql: bool,
 
-    /// With --emit-sql or --engine datafusion: every frequent contiguous pattern of the
+    /// With --emit-sql or an --engine: every frequent contiguous pattern of the
     /// lengths asked for, closed or not (the counts the pattern mining literature publishes,
     /// with --min-length 1), instead of the closed ones `mine` stores
     #[arg(long)]
@@ -93,8 +93,10 @@ pub struct MineArgs {
     /// its tool-name columns) and samples the occurrences of the best-ranked there (with
     /// --max-gap, in two passes over the tool names); bindings are inferred from that sample
     /// in-process and the candidates stored, the same as without an engine. `ballista` runs
-    /// the contiguous counting plans on a Ballista cluster (see --scheduler) and prints the
-    /// patterns, storing nothing. Need a build with the `datafusion` or `ballista` feature.
+    /// the contiguous counting plans on a Ballista cluster (see --scheduler); this machine
+    /// then finds the best-ranked patterns' occurrences in one streamed pass over the tool
+    /// names and builds and stores the candidates the same way. Need a build with the
+    /// `datafusion` or `ballista` feature.
     #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["any_gap", "count_only", "emit_sql"])]
     pub engine: Engine,
     /// With --engine ballista: the cluster's scheduler, e.g. `df://localhost:50050`. Its
@@ -121,8 +123,19 @@ pub enum Engine {
     InProcess,
     /// Apache DataFusion, embedded.
     Datafusion,
-    /// The same plans on a Ballista cluster (--scheduler): patterns only.
+    /// The same plans on a Ballista cluster (--scheduler).
     Ballista,
+}
+
+impl Engine {
+    /// The name JSON output gives the engine that counted, when not the in-process miner.
+    fn name(self) -> Option<&'static str> {
+        match self {
+            Engine::InProcess => None,
+            Engine::Datafusion => Some("datafusion"),
+            Engine::Ballista => Some("ballista"),
+        }
+    }
 }
 
 impl MineArgs {
@@ -137,22 +150,30 @@ impl MineArgs {
 
     /// Where the patterns are counted (candidates are built in-process either way).
     pub fn miner(&self) -> anyhow::Result<pipeline::Miner> {
+        self.check_scheduler()?;
         match self.engine {
             Engine::InProcess => Ok(pipeline::Miner::InProcess),
             #[cfg(feature = "datafusion")]
-            Engine::Datafusion => Ok(pipeline::Miner::Engine(runner(self)?.0)),
+            Engine::Datafusion | Engine::Ballista => Ok(pipeline::Miner::Engine(runner(self)?.0)),
             #[cfg(not(feature = "datafusion"))]
-            Engine::Datafusion => Err(without_datafusion()),
-            Engine::Ballista => Err(super::Failure {
+            Engine::Datafusion | Engine::Ballista => Err(without_datafusion()),
+        }
+    }
+
+    /// `--engine ballista` and `--scheduler` go together.
+    fn check_scheduler(&self) -> anyhow::Result<()> {
+        if (self.engine == Engine::Ballista) != self.scheduler.is_some() {
+            return Err(super::Failure {
                 code: exit::USAGE,
-                message: "a Ballista cluster counts patterns only; candidates are built from the occurrences the embedded engine finds".into(),
+                message: "--engine ballista and --scheduler URL go together".into(),
                 hint: Some(
-                    "`--engine datafusion` for candidates, or `mine --engine ballista` for the patterns"
+                    "e.g. `chainweaver --store DIR.parquet mine --engine ballista --scheduler df://localhost:50050`"
                         .into(),
                 ),
             }
-            .into()),
+            .into());
         }
+        Ok(())
     }
 
     pub fn config(&self) -> MineConfig {
@@ -305,7 +326,7 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     };
     emit(global, &output, || {
         format!(
-            "{} {} patterns counted on {} in {:.2} s ({} traces held out); no candidates (`mine --engine datafusion` without --all-frequent proposes them)\n\n{}",
+            "{} {} patterns counted on {} in {:.2} s ({} traces held out); no candidates (`mine` without --all-frequent proposes them)\n\n{}",
             found.patterns.len(),
             match args.reported() {
                 Reported::Closed => "closed",
@@ -444,6 +465,9 @@ struct MineOutput<'a> {
     split: Split,
     #[serde(flatten)]
     outcome: &'a MineOutcome,
+    /// What went wrong on the way and was recovered from (a cluster's query that ran again).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
@@ -464,17 +488,7 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
     if args.count_only {
         return count_only(&args, global);
     }
-    if (args.engine == Engine::Ballista) != args.scheduler.is_some() {
-        return Err(super::Failure {
-            code: exit::USAGE,
-            message: "--engine ballista and --scheduler URL go together".into(),
-            hint: Some(
-                "e.g. `chainweaver --store DIR.parquet mine --engine ballista --scheduler df://localhost:50050`"
-                    .into(),
-            ),
-        }
-        .into());
-    }
+    args.check_scheduler()?;
     if args.engine_memory.is_some() && args.engine != Engine::Datafusion {
         return Err(super::Failure {
             code: exit::USAGE,
@@ -486,7 +500,7 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
         }
         .into());
     }
-    if args.engine == Engine::Ballista || args.all_frequent {
+    if args.all_frequent {
         return engine_patterns(&args, global);
     }
     let miner = args.miner()?;
@@ -503,9 +517,10 @@ pub fn run_mine(args: MineArgs, global: &Global) -> anyhow::Result<u8> {
         .map_err(|err| failure::library(err, global))?;
     let output = MineOutput {
         schema_version: super::SCHEMA_VERSION,
-        engine: (args.engine == Engine::Datafusion).then_some("datafusion"),
+        engine: args.engine.name(),
         split: request.split,
         outcome: &outcome,
+        warnings: bars.warnings(),
     };
     emit(global, &output, || {
         let mut text = String::new();

@@ -48,6 +48,7 @@ pub fn bytes_bar(global: &Global, total: u64, what: &str) -> ProgressBar {
 pub struct Bars<'g> {
     global: &'g Global,
     current: std::sync::Mutex<Option<ProgressBar>>,
+    warnings: std::sync::Mutex<Vec<String>>,
 }
 
 impl<'g> Bars<'g> {
@@ -55,7 +56,13 @@ impl<'g> Bars<'g> {
         Self {
             global,
             current: std::sync::Mutex::new(None),
+            warnings: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// The warnings given so far, for JSON output.
+    pub fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().map(|w| w.clone()).unwrap_or_default()
     }
 
     fn with(&self, f: impl FnOnce(&ProgressBar)) {
@@ -104,6 +111,19 @@ impl chainweaver::pipeline::Progress for Bars<'_> {
 
     fn note(&self, text: &str) {
         if !self.global.quiet && self.global.format == super::OutputFormat::Table {
+            self.with(|bar| bar.suspend(|| eprintln!("{text}")));
+            if self.current.lock().is_ok_and(|c| c.is_none()) {
+                eprintln!("{text}");
+            }
+        }
+    }
+
+    fn warn(&self, text: &str) {
+        if let Ok(mut warnings) = self.warnings.lock() {
+            warnings.push(text.to_owned());
+        }
+        if !self.global.quiet {
+            let text = format!("warning: {text}");
             self.with(|bar| bar.suspend(|| eprintln!("{text}")));
             if self.current.lock().is_ok_and(|c| c.is_none()) {
                 eprintln!("{text}");

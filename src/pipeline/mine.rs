@@ -28,8 +28,8 @@ pub enum Miner {
     /// The built-in miner, over the tool sequences read into memory.
     #[default]
     InProcess,
-    /// Apache DataFusion query plans over the store's step columns, embedded (a cluster counts
-    /// patterns only: [`engine_patterns`]).
+    /// Apache DataFusion query plans over the store's step columns, embedded or on a Ballista
+    /// cluster (whose chosen patterns' occurrences are then found over the tool names here).
     #[cfg(feature = "datafusion")]
     Engine(Runner),
 }
@@ -117,7 +117,7 @@ fn engine_mine(
 ) -> Result<MineOutcome> {
     use chainweaver_analyzer::engine::datafusion::{self, Choose, MinedTraces};
     use chainweaver_analyzer::engine::sql::Reported;
-    use chainweaver_analyzer::mine::{ChosenSample, CountedElsewhere, inference_cap};
+    use chainweaver_analyzer::mine::{ChosenSample, CountedElsewhere, Matching, inference_cap};
     use chainweaver_recorder::model::candidate::Occurrence;
     let started = std::time::Instant::now();
     let (mined, held_out) = split_trace_ids(store, split)?;
@@ -126,6 +126,14 @@ fn engine_mine(
         max_candidates: config.max_candidates,
         max_dated: config.max_dated_patterns,
         cap: inference_cap(config, stream),
+    };
+    // The embedded engine samples contiguous patterns' occurrences itself; a cluster's
+    // executors do not hold the list of mined traces, and a gapped pattern's occurrences are
+    // no join, so those are found over the tool names once the engine has counted.
+    let matching = match config.max_gap {
+        Some(max_gap) => Some(Matching::Gapped { max_gap }),
+        None if runner.is_remote() => Some(Matching::Contiguous),
+        None => None,
     };
     progress.begin("counting patterns", None, Unit::Items);
     let found = datafusion::mine(
@@ -137,14 +145,19 @@ fn engine_mine(
             held_out: &held_out,
         },
         runner,
-        // Gapped patterns' occurrences are found below, over the tool names.
-        config.max_gap.is_none().then_some(choose),
+        matching.is_none().then_some(choose),
     );
     progress.end();
     let mut found = found?;
+    for retry in &found.retried {
+        progress.warn(&format!(
+            "the query counting patterns of length {} lost an endpoint and ran again ({})",
+            retry.length, retry.error
+        ));
+    }
     let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-    let chosen: Vec<ChosenSample> = match config.max_gap {
-        // Contiguous: the engine sampled the occurrences, as (trace, first step).
+    let chosen: Vec<ChosenSample> = match matching {
+        // The engine sampled the occurrences, as (trace, first step).
         None => found
             .chosen
             .into_iter()
@@ -169,8 +182,14 @@ fn engine_mine(
                     .collect(),
             })
             .collect(),
-        // Gapped: the engine counted; the occurrences are matched along the traces' tools.
-        Some(gap) => gapped_chosen(store, &mined, &mut found.patterns, &choose, gap, progress)?,
+        Some(matching) => streamed_chosen(
+            store,
+            &mined,
+            &mut found.patterns,
+            &choose,
+            matching,
+            progress,
+        )?,
     };
     let counted = CountedElsewhere {
         held_out_traces: held_out.len(),
@@ -201,16 +220,16 @@ fn counting_query(config: &MineConfig) -> chainweaver_analyzer::engine::sql::Cou
     .with_max_gap(max_gap)
 }
 
-/// The chosen gapped patterns' occurrences among the `mined` traces, found over the store's
-/// tool names after the engine counted `patterns` (best-ranked first); the best-ranked are
-/// dated by day as `choose` says.
+/// The chosen patterns' occurrences among the `mined` traces, matched as `matching` says over
+/// the store's tool names after an engine counted `patterns` (best-ranked first); the
+/// best-ranked are dated by day as `choose` says.
 #[cfg(feature = "datafusion")]
-fn gapped_chosen(
+fn streamed_chosen(
     store: &dyn TraceStore,
     mined: &[String],
     patterns: &mut [chainweaver_recorder::model::candidate::PatternSummary],
     choose: &chainweaver_analyzer::engine::datafusion::Choose,
-    max_gap: usize,
+    matching: chainweaver_analyzer::mine::Matching,
     progress: &dyn Progress,
 ) -> Result<Vec<chainweaver_analyzer::mine::ChosenSample>> {
     progress.begin("finding occurrences", None, Unit::Items);
@@ -219,13 +238,13 @@ fn gapped_chosen(
         .take(choose.max_dated.max(choose.max_candidates))
         .map(|p| p.tools.clone())
         .collect();
-    let sampled = chainweaver_analyzer::mine::gapped_samples(
+    let sampled = chainweaver_analyzer::mine::streamed_samples(
         store,
         mined,
         &located,
         choose.max_candidates,
         choose.cap,
-        max_gap,
+        matching,
     );
     progress.end();
     let sampled = sampled?;

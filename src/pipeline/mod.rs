@@ -67,6 +67,11 @@ pub trait Progress: Sync {
     fn note(&self, text: &str) {
         let _ = text;
     }
+    /// Something went wrong and was recovered from (a query ran again, ...): a person should
+    /// hear of it even when the output is for a script.
+    fn warn(&self, text: &str) {
+        let _ = text;
+    }
 }
 
 /// What a phase counts.

@@ -15,7 +15,7 @@
 //! A cluster reads the files where they are, so it needs a Parquet store whose paths its
 //! executors can open.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -71,7 +71,7 @@ impl Runner {
     }
 
     /// True for a cluster, whose executors see only what the plan itself carries.
-    fn is_remote(&self) -> bool {
+    pub fn is_remote(&self) -> bool {
         !matches!(self, Self::Embedded { .. })
     }
 
@@ -284,17 +284,17 @@ pub fn mine(
     }
     if query.max_gap.is_some() && choose.is_some() {
         // A gapped pattern's occurrences are matched greedily along each trace, which is no
-        // join: they are found over the tool names ([`crate::mine::gapped_samples`]).
+        // join: they are found over the tool names ([`crate::mine::streamed_samples`]).
         return Err(failed(
             "the engine samples contiguous patterns' occurrences only; a gapped pattern's are \
-             found by `mine::gapped_samples`"
+             found by `mine::streamed_samples`"
                 .into(),
         ));
     }
     if runner.is_remote() && choose.is_some() {
         return Err(failed(
-            "a cluster counts the patterns only; their occurrences for candidates are found by \
-             the embedded engine (`--engine datafusion`)"
+            "a cluster counts the patterns only; their occurrences for candidates are found \
+             over the tool names (`mine::streamed_samples`)"
                 .into(),
         ));
     }
@@ -324,7 +324,7 @@ pub fn mine(
         choose,
     };
     // The query runs on a thread of its own: a caller inside another runtime cannot block on one.
-    std::thread::scope(|scope| {
+    let mut mined = std::thread::scope(|scope| {
         scope
             .spawn(|| runtime.block_on(plans.run(stream)))
             .join()
@@ -337,7 +337,37 @@ pub fn mine(
             None => failed(message),
         },
         StepSource::Stream => failed(message),
-    })
+    })?;
+    if runner.is_remote() {
+        add_client_totals(store, &traces, &mut mined)?;
+    }
+    Ok(mined)
+}
+
+/// What a cluster does not say, from one pass over the mined traces' tool names here: the
+/// steps and distinct tools, and the order of first appearance that breaks the ranking's ties
+/// as the in-process miner breaks them (the embedded plans number the steps for that).
+fn add_client_totals(
+    store: &dyn TraceStore,
+    traces: &MinedTraces<'_>,
+    mined: &mut EngineMined,
+) -> Result<()> {
+    let places: HashSet<&str> = traces.mined.iter().map(String::as_str).collect();
+    let place = |id: &str| places.contains(id).then_some(0);
+    let totals = crate::tool_stream::tool_totals(store, &place)?;
+    let first_seen: HashMap<&str, usize> = totals
+        .first_seen
+        .iter()
+        .enumerate()
+        .map(|(rank, tool)| (tool.as_str(), rank))
+        .collect();
+    let rank = |tool: &String| first_seen.get(tool.as_str()).copied().unwrap_or(usize::MAX);
+    super::rank(&mut mined.patterns, |a, b| {
+        a.iter().map(rank).cmp(b.iter().map(rank))
+    });
+    mined.steps = totals.steps;
+    mined.distinct_tools = totals.first_seen.len() as u64;
+    Ok(())
 }
 
 /// The paths to register `files` (committed parts) by: a partition folder (with a trailing
@@ -687,8 +717,7 @@ fn remote_relation(all_steps: &str, held_out: &HashSet<String>) -> String {
 /// twice (see [`CountingQuery::level_sql`]), which then agree; rows that disagree fail the
 /// run.
 fn distinct_rows(rows: Vec<CountedPattern>, length: usize) -> Result<Vec<CountedPattern>, String> {
-    let mut seen: std::collections::HashMap<Vec<String>, (u64, u64)> =
-        std::collections::HashMap::with_capacity(rows.len());
+    let mut seen: HashMap<Vec<String>, (u64, u64)> = HashMap::with_capacity(rows.len());
     let mut kept = Vec::with_capacity(rows.len());
     for row in rows {
         match seen.get(&row.tools) {

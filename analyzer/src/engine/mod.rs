@@ -101,13 +101,21 @@ pub fn ranked_summaries(
             }
         })
         .collect();
+    rank(&mut summaries, tie);
+    summaries
+}
+
+/// Put `summaries` in [`ranked_summaries`]' order, ties broken as `tie` says.
+pub fn rank(
+    summaries: &mut [PatternSummary],
+    tie: impl Fn(&[String], &[String]) -> std::cmp::Ordering,
+) {
     summaries.sort_by(|a, b| {
         b.round_trips_saved
             .cmp(&a.round_trips_saved)
             .then(b.tools.len().cmp(&a.tools.len()))
             .then_with(|| tie(&a.tools, &b.tools))
     });
-    summaries
 }
 
 #[cfg(all(test, feature = "datafusion"))]
