@@ -20,7 +20,7 @@
 //! then matched call by call with up to that many other calls between two of them, and a part
 //! sits inside a longer behaviour as a subsequence of its steps.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use chainweaver_recorder::model::candidate::{Behaviour, BehaviourVariant, ShapeStep, VariantKind};
 use chainweaver_recorder::store::ToolSequences;
@@ -450,53 +450,27 @@ impl<'a> TraceRuns<'a> {
     }
 
     /// Occurrences of `shape` in trace `t`, call by call with gaps, leftmost first and not
-    /// overlapping: each next call is the first of its step's tools within reach, and a
-    /// repeated step takes another call of its tools while one comes within reach before the
-    /// next step's do.
+    /// overlapping: each next call is the first of its step's tools within reach from which
+    /// the rest of the shape can still be matched, and a repeated step takes another call of
+    /// its tools while one comes within reach before the next step's do.
     fn gapped_occurrences(&self, t: usize, shape: &IndexedShape) -> Vec<Found> {
         let sequence = &self.sequences.sequences[t];
-        let reach = |from: usize| from + 1..(from + 2 + self.max_gap).min(sequence.len());
         let mut found = Vec::new();
         let Some((first_tools, _)) = shape.first() else {
             return found;
         };
+        // (step, call) pairs known to lead to no occurrence. What follows a step's call is
+        // decided by the two alone, so this holds for every start and keeps the search linear.
+        let mut dead: HashSet<(usize, usize)> = HashSet::new();
         let mut at = 0;
         while at < sequence.len() {
             if !first_tools.contains(&sequence[at]) {
                 at += 1;
                 continue;
             }
-            let mut calls = vec![at];
-            let mut last = at;
-            let mut matched = true;
-            for (k, (tools, repeated)) in shape.iter().enumerate() {
-                if k > 0 {
-                    match reach(last).find(|&i| tools.contains(&sequence[i])) {
-                        Some(i) => {
-                            calls.push(i);
-                            last = i;
-                        }
-                        None => {
-                            matched = false;
-                            break;
-                        }
-                    }
-                }
-                if *repeated {
-                    let next = shape.get(k + 1).map(|(next, _)| next);
-                    let ends = |tool: &u32| next.is_some_and(|n| n.contains(tool));
-                    while let Some(i) =
-                        reach(last).find(|&i| tools.contains(&sequence[i]) || ends(&sequence[i]))
-                    {
-                        if ends(&sequence[i]) {
-                            break;
-                        }
-                        calls.push(i);
-                        last = i;
-                    }
-                }
-            }
-            if matched {
+            let mut calls = Vec::new();
+            if self.gapped_from(sequence, shape, (0, at), &mut calls, &mut dead) {
+                let last = calls.last().copied().unwrap_or(at);
                 found.push(Found {
                     span: (at, last),
                     calls,
@@ -507,6 +481,54 @@ impl<'a> TraceRuns<'a> {
             }
         }
         found
+    }
+
+    /// Match `shape` from its step `k` taking call `i` on: push the occurrence's calls from
+    /// there onto `calls` and say true, or leave `calls` as it was and say false.
+    fn gapped_from(
+        &self,
+        sequence: &[u32],
+        shape: &IndexedShape,
+        (k, i): (usize, usize),
+        calls: &mut Vec<usize>,
+        dead: &mut HashSet<(usize, usize)>,
+    ) -> bool {
+        if dead.contains(&(k, i)) {
+            return false;
+        }
+        let reach = |from: usize| from + 1..(from + 2 + self.max_gap).min(sequence.len());
+        let Some((tools, repeated)) = shape.get(k) else {
+            return false;
+        };
+        let mark = calls.len();
+        calls.push(i);
+        let mut last = i;
+        let next = shape.get(k + 1).map(|(next, _)| next);
+        if *repeated {
+            let ends = |tool: &u32| next.is_some_and(|n| n.contains(tool));
+            while let Some(j) =
+                reach(last).find(|&j| tools.contains(&sequence[j]) || ends(&sequence[j]))
+            {
+                if ends(&sequence[j]) {
+                    break;
+                }
+                calls.push(j);
+                last = j;
+            }
+        }
+        let Some(next) = next else {
+            return true;
+        };
+        for j in reach(last) {
+            if next.contains(&sequence[j])
+                && self.gapped_from(sequence, shape, (k + 1, j), calls, dead)
+            {
+                return true;
+            }
+        }
+        calls.truncate(mark);
+        dead.insert((k, i));
+        false
     }
 
     /// Share of `small`'s occurrences that lie inside an occurrence of `big`.
@@ -814,6 +836,17 @@ mod tests {
         assert_eq!(covered(&runs, &[&shape]), (5, 12));
         let wider = TraceRuns::with_gap(&sequences, 2);
         assert_eq!(covered(&wider, &[&shape]), (8, 12));
+    }
+
+    #[test]
+    fn a_gapped_call_that_leads_nowhere_is_given_up_for_a_later_one() {
+        // With one call of gap, the first b after a cannot reach c; the second b can.
+        let sequences = sequences(&["a b b x c", "x a b b y c"]);
+        let shape = exact_shape(&tools("a b c"));
+        let runs = TraceRuns::with_gap(&sequences, 1);
+        assert_eq!(runs.traces_with(&shape), 2);
+        // a, the second b and c of each trace.
+        assert_eq!(covered(&runs, &[&shape]), (6, 11));
     }
 
     #[test]
