@@ -3,10 +3,12 @@
 # on the same generated Parquet store (day partitions), each process from start to exit under
 # /usr/bin/time -v (wall time and peak resident memory). Both count the closed patterns,
 # sample the best-ranked patterns' occurrences, infer bindings and store candidates; the script
-# checks that they find the same patterns, supports, occurrence counts and candidates. With BENCH_BALLISTA=1 the same plans also run
-# on a Ballista cluster of three processes on this machine (`chainweaver cluster scheduler` and
-# two `chainweaver cluster executor` of one task slot each, on ports BENCH_BALLISTA_PORT (default
-# 50150) to +4, started once); the client is timed, and the cluster's CPU time printed.
+# checks that they find the same patterns, supports, occurrence counts and candidates. With
+# BENCH_BALLISTA=1 the same mining also runs on a Ballista cluster of three processes on this
+# machine (the cluster counts, the client builds the candidates): `chainweaver cluster
+# scheduler` and two `chainweaver cluster executor` of one task slot each, on ports
+# BENCH_BALLISTA_PORT (default 50150) to +4, started once; the client is timed, and the
+# cluster's CPU time printed.
 #
 #   scripts/bench_engine.sh [data_dir]
 #
@@ -92,7 +94,8 @@ def candidates(output):
             c["evidence"]["support_by_day"] = None
         out.append(c)
     return out
-d, m = candidates(engine), candidates(mined)
-print(f"candidates: datafusion {len(d)}, in-process {len(m)}, identical: {d == m}")
+d, k, m = candidates(engine), candidates(cluster), candidates(mined)
+print(f"candidates: datafusion {len(d)}, ballista {len(k)}, in-process {len(m)}, "
+      f"identical: {d == m and k == m}")
 PY
 done
