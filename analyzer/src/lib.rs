@@ -49,6 +49,8 @@ pub mod loops;
 pub mod mine;
 mod parallel;
 pub mod spm;
+#[cfg(test)]
+mod test_traffic;
 mod tool_stream;
 
 pub use error::{AnalyzerError, Result};

@@ -877,22 +877,9 @@ mod tests {
     #[test]
     fn runs_counted_in_a_store_pass_equal_runs_counted_in_the_sequences() {
         use chainweaver_recorder::model::split::Split;
-        use chainweaver_recorder::store::SqliteStore;
-        use chainweaver_recorder::synth::{Generator, GeneratorConfig};
 
         let dir = tempfile::tempdir().unwrap();
-        let mut store = SqliteStore::open(&dir.path().join("runs.db")).unwrap();
-        let config = GeneratorConfig {
-            traces: 300,
-            seed: 3,
-            behaviours: true,
-            interleave: 0.2,
-            ..GeneratorConfig::default()
-        };
-        let traffic: Vec<_> = Generator::new(config).collect();
-        let steps: Vec<_> = traffic.iter().flat_map(|t| t.steps.clone()).collect();
-        let traces: Vec<_> = traffic.iter().map(|t| t.trace.clone()).collect();
-        store.append(&traces, &steps).unwrap();
+        let (store, traffic) = crate::test_traffic::stored_traffic(dir.path(), 3);
         // Mine 70%: the held-out traces are left out of both counts.
         let split = Split::Holdout { percent: 30 };
         let keep = |id: &str| !split.is_holdout(id);

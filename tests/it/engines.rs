@@ -70,9 +70,14 @@ type Counted = (Vec<String>, u64, u64);
 
 /// The patterns `chainweaver mine` stores, mined with `flags`.
 fn mined(dir: &Path, store: &str, flags: &[&str]) -> BTreeSet<Counted> {
+    patterns_of(&mine_output(dir, store, flags))
+}
+
+/// What in-process `mine --format json` with `flags` prints.
+fn mine_output(dir: &Path, store: &str, flags: &[&str]) -> Value {
     let mut args = vec!["-q", "--store", store, "--format", "json", "mine"];
     args.extend_from_slice(flags);
-    patterns_of(&json_ok(dir, &args))
+    json_ok(dir, &args)
 }
 
 /// The `patterns` of a `--format json` output.
@@ -302,26 +307,14 @@ fn emitted_sql_agrees_on_generated_loops_failures_and_interleaving_over_day_part
     assert_engines_agree(dir.path(), store, &["--min-support", "2"], &["duckdb"]);
 }
 
-/// `mine --engine datafusion` against `mine`, on the same store and flags.
+/// `mine --engine datafusion` against `mine`, on the same store and flags: the same patterns.
 #[cfg(feature = "datafusion")]
 fn assert_datafusion_agrees(dir: &Path, store: &str, flags: &[&str]) {
-    assert_engine_agrees(dir, store, flags, &["--engine", "datafusion"], "datafusion");
-}
-
-/// `mine` with `engine_args` (an `--engine` and its options) against `mine`, on the same store
-/// and flags; the JSON output names the engine `engine`.
-#[cfg(feature = "datafusion")]
-fn assert_engine_agrees(
-    dir: &Path,
-    store: &str,
-    flags: &[&str],
-    engine_args: &[&str],
-    engine: &str,
-) {
+    let engine = "datafusion";
     let expected = mined(dir, store, flags);
     assert!(!expected.is_empty(), "no patterns with {flags:?}");
     let mut args = vec!["-q", "--store", store, "--format", "json", "mine"];
-    args.extend_from_slice(engine_args);
+    args.extend(["--engine", engine]);
     args.extend_from_slice(flags);
     let output = json_ok(dir, &args);
     assert_eq!(output["engine"], engine);
@@ -1163,23 +1156,18 @@ fn files_of(root: &Path) -> BTreeSet<(PathBuf, u64)> {
 
 /// A cluster of separate processes, a scheduler and two executors, and one executor killed
 /// (SIGKILL) once it has written shuffle output for the job `mine` submitted: the scheduler
-/// drops it, runs its tasks and the stages it served again on the other, and `mine` reports
-/// the same patterns as the in-process miner. The store does not change.
+/// drops it, runs its tasks and the stages it served again on the other, and `mine` prints
+/// and stores the same patterns and candidates as the in-process miner.
 #[cfg(feature = "ballista")]
 #[test]
 fn a_ballista_executor_killed_mid_query_is_replaced_and_the_mined_results_are_the_same() {
     let dir = tempfile::tempdir().unwrap();
     generated_parquet_store(dir.path(), "generated.parquet", "3000", "11");
-    let mut args = vec![
-        "-q",
-        "--store",
+    let expected = mined_result(&mine_output(
+        dir.path(),
         "generated.parquet",
-        "--format",
-        "json",
-        "mine",
-    ];
-    args.extend_from_slice(&GENERATED_FLAGS);
-    let expected = mined_result(&json_ok(dir.path(), &args));
+        &GENERATED_FLAGS,
+    ));
 
     let (scheduler, url) = scheduler_process(dir.path());
     let (doomed_work, other_work) = (dir.path().join("work-1"), dir.path().join("work-2"));

@@ -198,26 +198,13 @@ mod tests {
     use super::*;
     use crate::spm::{SequenceDb, contiguous};
     use chainweaver_recorder::model::split::Split;
-    use chainweaver_recorder::store::SqliteStore;
-    use chainweaver_recorder::synth::{Generator, GeneratorConfig};
 
     /// Streamed, the occurrences and samples are the ones the in-process miner takes from its
     /// sequences: contiguous ones overlapping where a tool repeats, gapped ones greedily.
     #[test]
     fn streamed_occurrences_are_the_in_process_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = SqliteStore::open(&dir.path().join("located.db")).unwrap();
-        let config = GeneratorConfig {
-            traces: 300,
-            seed: 11,
-            behaviours: true,
-            interleave: 0.2,
-            ..GeneratorConfig::default()
-        };
-        let traffic: Vec<_> = Generator::new(config).collect();
-        let steps: Vec<_> = traffic.iter().flat_map(|t| t.steps.clone()).collect();
-        let traces: Vec<_> = traffic.iter().map(|t| t.trace.clone()).collect();
-        store.append(&traces, &steps).unwrap();
+        let (store, traffic) = crate::test_traffic::stored_traffic(dir.path(), 11);
         let split = Split::Holdout { percent: 25 };
         let mined: Vec<String> = traffic
             .iter()
