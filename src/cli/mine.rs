@@ -94,7 +94,7 @@ pub struct MineArgs {
     /// --max-gap, in two passes over the tool names); bindings are inferred from that sample
     /// in-process and the candidates stored, the same as without an engine. `ballista` runs
     /// the contiguous counting plans on a Ballista cluster (see --scheduler); this machine
-    /// then finds the best-ranked patterns' occurrences in one streamed pass over the tool
+    /// then finds the best-ranked patterns' occurrences in streamed passes over the tool
     /// names and builds and stores the candidates the same way. Need a build with the
     /// `datafusion` or `ballista` feature.
     #[arg(long, value_enum, default_value_t = Engine::InProcess, conflicts_with_all = ["any_gap", "count_only", "emit_sql"])]
