@@ -91,11 +91,11 @@ pub(crate) struct ToolTotals {
     pub(crate) first_seen: Vec<String>,
 }
 
-/// [`ToolTotals`] of the traces `place` gives a place (by id).
+/// [`ToolTotals`] of the traces `mined` says are mined (by id).
 #[cfg(feature = "datafusion")]
 pub(crate) fn tool_totals(
     store: &dyn TraceStore,
-    place: &dyn Fn(&str) -> Option<usize>,
+    mined: &dyn Fn(&str) -> bool,
 ) -> Result<ToolTotals> {
     let mut totals = ToolTotals::default();
     let mut seen: std::collections::HashSet<String> = Default::default();
@@ -103,9 +103,9 @@ pub(crate) fn tool_totals(
     let mut current: Option<(String, bool)> = None;
     store.for_each_step_tool(&mut |step| {
         if current.as_ref().is_none_or(|(id, _)| id != step.trace_id) {
-            current = Some((step.trace_id.to_owned(), place(step.trace_id).is_some()));
+            current = Some((step.trace_id.to_owned(), mined(step.trace_id)));
         }
-        if current.as_ref().is_some_and(|(_, mined)| *mined) {
+        if current.as_ref().is_some_and(|(_, is_mined)| *is_mined) {
             totals.steps += 1;
             if !seen.contains(step.tool_name) {
                 seen.insert(step.tool_name.to_owned());

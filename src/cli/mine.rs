@@ -154,7 +154,7 @@ impl MineArgs {
         match self.engine {
             Engine::InProcess => Ok(pipeline::Miner::InProcess),
             #[cfg(feature = "datafusion")]
-            Engine::Datafusion | Engine::Ballista => Ok(pipeline::Miner::Engine(runner(self)?.0)),
+            Engine::Datafusion | Engine::Ballista => Ok(pipeline::Miner::Engine(runner(self)?)),
             #[cfg(not(feature = "datafusion"))]
             Engine::Datafusion | Engine::Ballista => Err(without_datafusion()),
         }
@@ -301,7 +301,7 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
         },
         ..MineRequest::default()
     };
-    let (runner, engine) = runner(args)?;
+    let runner = runner(args)?;
     let bars = progress::Bars::new(global);
     let started = Instant::now();
     let found =
@@ -317,7 +317,7 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     }
     let output = EnginePatternsOutput {
         schema_version: super::SCHEMA_VERSION,
-        engine,
+        engine: args.engine.name().unwrap_or("datafusion"),
         split: request.split,
         held_out_traces: found.held_out_traces,
         seconds: started.elapsed().as_secs_f64(),
@@ -345,36 +345,30 @@ fn engine_patterns(args: &MineArgs, global: &Global) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// Where `--engine` runs the plans, and its name in JSON output.
+/// Where `--engine` runs the plans.
 #[cfg(feature = "datafusion")]
-fn runner(args: &MineArgs) -> anyhow::Result<(Runner, &'static str)> {
+fn runner(args: &MineArgs) -> anyhow::Result<Runner> {
     match (args.engine, &args.scheduler) {
         #[cfg(feature = "ballista")]
-        (Engine::Ballista, Some(scheduler)) => Ok((
-            Runner::Ballista {
-                scheduler: scheduler.clone(),
-                query_timeout: std::time::Duration::from_secs(args.query_timeout.unwrap_or(1800)),
-            },
-            "ballista",
-        )),
+        (Engine::Ballista, Some(scheduler)) => Ok(Runner::Ballista {
+            scheduler: scheduler.clone(),
+            query_timeout: std::time::Duration::from_secs(args.query_timeout.unwrap_or(1800)),
+        }),
         (Engine::Ballista, _) => Err(super::Failure {
             code: exit::USAGE,
             message: "this chainweaver was built without the Ballista engine".into(),
             hint: Some("build it with `cargo build --release --features ballista`".into()),
         }
         .into()),
-        _ => Ok((
-            Runner::Embedded {
-                threads: std::thread::available_parallelism().map_or(1, usize::from),
-                memory_budget: match args.engine_memory {
-                    Some(mib) => {
-                        Some(usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX))
-                    }
-                    None => chainweaver_analyzer::engine::datafusion::default_memory_budget(),
-                },
+        _ => Ok(Runner::Embedded {
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
+            memory_budget: match args.engine_memory {
+                Some(mib) => {
+                    Some(usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX))
+                }
+                None => chainweaver_analyzer::engine::datafusion::default_memory_budget(),
             },
-            "datafusion",
-        )),
+        }),
     }
 }
 

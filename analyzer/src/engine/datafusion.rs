@@ -352,9 +352,8 @@ fn add_client_totals(
     traces: &MinedTraces<'_>,
     mined: &mut EngineMined,
 ) -> Result<()> {
-    let places: HashSet<&str> = traces.mined.iter().map(String::as_str).collect();
-    let place = |id: &str| places.contains(id).then_some(0);
-    let totals = crate::tool_stream::tool_totals(store, &place)?;
+    let mined_ids: HashSet<&str> = traces.mined.iter().map(String::as_str).collect();
+    let totals = crate::tool_stream::tool_totals(store, &|id| mined_ids.contains(id))?;
     let first_seen: HashMap<&str, usize> = totals
         .first_seen
         .iter()
