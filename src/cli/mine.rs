@@ -93,7 +93,7 @@ pub struct MineArgs {
     /// its tool-name columns) and samples the occurrences of the best-ranked there (with
     /// --max-gap, in two passes over the tool names); bindings are inferred from that sample
     /// in-process and the candidates stored, the same as without an engine. `ballista` runs
-    /// the contiguous counting plans on a Ballista cluster (see --scheduler); this machine
+    /// the counting plans on a Ballista cluster (see --scheduler), --max-gap too; this machine
     /// then finds the best-ranked patterns' occurrences in streamed passes over the tool
     /// names and builds and stores the candidates the same way. Need a build with the
     /// `datafusion` or `ballista` feature.

@@ -634,37 +634,6 @@ fn datafusion_mines_the_gapped_patterns_and_candidates_mine_stores() {
     );
 }
 
-/// A cluster runs the contiguous SQL only: a gap there is refused before any connection, with
-/// where it is counted instead.
-#[cfg(feature = "ballista")]
-#[test]
-fn a_gap_on_a_cluster_is_refused_with_where_it_is_counted() {
-    let dir = tempfile::tempdir().unwrap();
-    generated_parquet_store(dir.path(), "small.parquet", "20", "5");
-    let refused = chainweaver(
-        dir.path(),
-        &[
-            "-q",
-            "--store",
-            "small.parquet",
-            "mine",
-            "--engine",
-            "ballista",
-            "--scheduler",
-            "df://127.0.0.1:9",
-            "--max-gap",
-            "1",
-        ],
-    );
-    assert!(!refused.status.success());
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("`--engine datafusion`"), "{stderr}");
-    assert!(
-        !stderr.contains("127.0.0.1:9"),
-        "refused before connecting: {stderr}"
-    );
-}
-
 /// A Parquet file beside the committed parts of a day (what an append that crashed after its
 /// renames and before its manifest leaves) is not counted: the engine reads that day's
 /// committed files one by one, and the other days by their folders.
@@ -921,8 +890,9 @@ fn all_frequent_without_an_engine_that_reports_it_is_a_usage_error() {
 /// The same plans on a Ballista cluster: a scheduler and two executors (one task slot each, so
 /// the stages spread over both) started in this test process, and `chainweaver mine --engine
 /// ballista` as a separate process talking to them over gRPC and Arrow Flight. The cluster
-/// counts; the client locates the chosen patterns' occurrences over the tool names; the
-/// patterns and candidates printed and stored are the in-process miner's, field for field.
+/// counts (contiguous and gapped); the client locates the chosen patterns' occurrences over the
+/// tool names; the patterns and candidates printed and stored are the in-process miner's, field
+/// for field.
 #[cfg(feature = "ballista")]
 #[test]
 fn ballista_with_two_executors_mines_the_patterns_and_candidates_mine_stores() {
@@ -945,6 +915,21 @@ fn ballista_with_two_executors_mines_the_patterns_and_candidates_mine_stores() {
             "tau.parquet",
             &["--holdout", "20", "--sample", "9", "--probe", "4"],
         );
+        // Gapped: the cluster counts the ends level by level, the client matches occurrences.
+        same(
+            dir.path(),
+            "tau.parquet",
+            &[
+                "--max-gap",
+                "2",
+                "--holdout",
+                "20",
+                "--sample",
+                "9",
+                "--probe",
+                "4",
+            ],
+        );
         // And `analyze` on the store as it is: the same report, verdicts and behaviours.
         let in_process = analyzed(dir.path(), "tau.parquet", &[]);
         assert!(in_process.1.as_u64().is_some_and(|n| n > 0));
@@ -962,6 +947,19 @@ fn ballista_with_two_executors_mines_the_patterns_and_candidates_mine_stores() {
         "generated.parquet",
         &["--holdout", "30", "--sample", "25"],
     );
+    same(dir.path(), "generated.parquet", &["--max-gap", "1"]);
+    same(
+        dir.path(),
+        "generated.parquet",
+        &["--max-gap", "20", "--max-length", "4", "--sample", "25"],
+    );
+    // The gapped levels' tables, written beside the store for the executors, are gone.
+    let left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains(".cluster-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
     drop(runtime);
 }
 

@@ -9,8 +9,9 @@
 //!
 //! Embedded, the levels extend each frequent pattern's occurrences by integer joins over
 //! tables kept in the session (the `engine::extend` module). A cluster cannot read those, so there each
-//! level is one SQL query ([`CountingQuery::level_sql`]) with the patterns one level down
-//! inlined.
+//! level is one SQL query ([`CountingQuery::level_sql`], or for gapped patterns
+//! [`CountingQuery::gapped_level_sql`] over tables the cluster writes beside the store) with
+//! the frequent shorter patterns inlined.
 //!
 //! A cluster reads the files where they are, so it needs a Parquet store whose paths its
 //! executors can open.
@@ -28,6 +29,7 @@ use datafusion::arrow::array::{
     UInt32Builder,
 };
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, TimeUnit};
+use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
@@ -35,11 +37,13 @@ use datafusion::datasource::listing::{
 };
 use datafusion::execution::memory_pool::FairSpillPool;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
 use super::extend;
 pub use super::extend::SampledOccurrences;
-use super::sql::{self, CountedPattern, CountingQuery, Reported, reported_patterns, tool_column};
+use super::sql::{
+    self, CountedPattern, CountingQuery, GappedKept, Reported, reported_patterns, tool_column,
+};
 use crate::error::{AnalyzerError, Result};
 
 /// Where the counting plans run.
@@ -275,13 +279,6 @@ pub fn mine(
         source_name: source.describe(),
         message,
     };
-    if runner.is_remote() && query.max_gap.is_some() {
-        return Err(failed(
-            "a cluster counts contiguous patterns from plain SQL; gapped ones (`--max-gap`) are \
-             counted by the embedded engine (`--engine datafusion`)"
-                .into(),
-        ));
-    }
     if query.max_gap.is_some() && choose.is_some() {
         // A gapped pattern's occurrences are matched greedily along each trace, which is no
         // join: they are found over the tool names ([`crate::mine::streamed_samples`]).
@@ -459,7 +456,17 @@ impl Plans<'_> {
             });
         }
         if self.runner.is_remote() {
-            let (frequent, retried) = self.remote_levels(&context, all_steps).await?;
+            let scratch = match (self.query.max_gap, self.source) {
+                (None, _) => None,
+                (Some(_), StepSource::Files(files)) => Some(ClusterScratch::beside(files)?),
+                (Some(_), StepSource::Stream) => {
+                    return Err("a cluster writes gapped levels beside a Parquet store".into());
+                }
+            };
+            let folder = scratch
+                .as_ref()
+                .map_or(Path::new(""), |s| s.folder.as_path());
+            let (frequent, retried) = self.remote_levels(&context, all_steps, folder).await?;
             return Ok(EngineMined {
                 patterns: super::ranked_summaries(
                     reported_patterns(self.query, frequent, self.reported),
@@ -562,34 +569,37 @@ impl Plans<'_> {
 
     /// The rows [`CountingQuery::frequent_sql`] answers, counted on a cluster: its executors
     /// cannot read tables held in this process's memory, so the held-out traces and each
-    /// level's patterns go into the SQL text itself. Also the queries that lost an endpoint
-    /// and ran again.
+    /// level's patterns go into the SQL text itself; gapped levels also read where the shorter
+    /// patterns end from Parquet files the cluster writes into `scratch` (see
+    /// [`ClusterScratch`]). Also the queries that lost an endpoint and ran again.
     async fn remote_levels(
         &self,
         context: &SessionContext,
         all_steps: &str,
+        scratch: &Path,
     ) -> Result<(Vec<CountedPattern>, Vec<RetriedQuery>), String> {
         let query = self.query;
         let relation = remote_relation(all_steps, self.traces.held_out);
+        let mut retried = Vec::new();
+        if let Some(gap) = query.max_gap {
+            let rows = self
+                .remote_gapped_levels(context, &relation, gap, scratch, &mut retried)
+                .await?;
+            return Ok((rows, retried));
+        }
         // Level by level, each length counted over the n-grams the frequent patterns one
         // shorter allow, up to one past the longest reported (closedness needs it) or the first
         // empty level.
         let mut rows = Vec::new();
-        let mut retried = Vec::new();
         let mut previous: Option<String> = None;
         for length in 1..=query.max_length + 1 {
             let sql = query.level_sql_over(&relation, length, previous.as_deref());
             let batches = self
                 .remote_level(context, &sql, length, &mut retried)
                 .await?;
-            if batches.iter().all(|batch| batch.num_rows() == 0) {
+            let Some(level) = self.level_rows(&batches, length)? else {
                 break;
-            }
-            let mut level = Vec::new();
-            for batch in &batches {
-                read_level(batch, length, &mut level)?;
-            }
-            let level = distinct_rows(level, length)?;
+            };
             let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
             previous = Some(sql::patterns_relation(&tools, length));
             if length >= query.min_length {
@@ -597,6 +607,87 @@ impl Plans<'_> {
             }
         }
         Ok((rows, retried))
+    }
+
+    /// [`remote_levels`](Self::remote_levels) of gapped patterns. A gapped pattern is no
+    /// n-gram: each level extends where the frequent patterns one shorter end, as the embedded
+    /// levels do. A cluster keeps nothing between queries, so it writes the numbered steps once
+    /// and each level's ends as Parquet files in `scratch`, which the next level reads (a plan
+    /// that found them again from the steps would nest one join deeper per length, past what
+    /// a scheduler decodes). Up to `max_length`: closedness compares the reported lengths
+    /// among themselves, as the in-process miner does.
+    async fn remote_gapped_levels(
+        &self,
+        context: &SessionContext,
+        relation: &str,
+        gap: u32,
+        scratch: &Path,
+        retried: &mut Vec<RetriedQuery>,
+    ) -> Result<Vec<CountedPattern>, String> {
+        let query = self.query;
+        let (numbered, ends) = ("gapped_numbered", "gapped_ends");
+        self.remote_write(
+            context,
+            &CountingQuery::numbered_sql(relation),
+            &scratch.join("numbered"),
+            numbered,
+            1,
+            retried,
+        )
+        .await?;
+        let mut rows = Vec::new();
+        let mut shorter: Option<String> = None;
+        let mut ends_read: Option<String> = None;
+        for length in 1..=query.max_length {
+            let counting = GappedKept::Counted {
+                shorter: shorter.as_deref(),
+            };
+            let sql = query.gapped_level_sql(numbered, ends, length, gap, counting);
+            let batches = self.remote_level(context, &sql, length, retried).await?;
+            let Some(level) = self.level_rows(&batches, length)? else {
+                break;
+            };
+            let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
+            let frequent = sql::patterns_relation(&tools, length);
+            if length >= query.min_length {
+                rows.extend(level);
+            }
+            if length < query.max_length {
+                let kept = GappedKept::Ends {
+                    frequent: &frequent,
+                };
+                let sql = query.gapped_level_sql(numbered, ends, length, gap, kept);
+                let folder = scratch.join(format!("ends-{length}"));
+                let written = self
+                    .remote_write(context, &sql, &folder, ends, length, retried)
+                    .await?;
+                // The ends one shorter are read no more.
+                if let Some(read) = ends_read.replace(written) {
+                    let _ = std::fs::remove_dir_all(read);
+                }
+            }
+            shorter = Some(frequent);
+        }
+        for table in [numbered, ends] {
+            let _ = context.deregister_table(table);
+        }
+        Ok(rows)
+    }
+
+    /// A level's patterns, each once; `None` when it has none.
+    fn level_rows(
+        &self,
+        batches: &[RecordBatch],
+        length: usize,
+    ) -> Result<Option<Vec<CountedPattern>>, String> {
+        if batches.iter().all(|batch| batch.num_rows() == 0) {
+            return Ok(None);
+        }
+        let mut level = Vec::new();
+        for batch in batches {
+            read_level(batch, length, &mut level)?;
+        }
+        distinct_rows(level, length).map(Some)
     }
 
     /// One length's query on the cluster, bounded by the query timeout, and run again (at most
@@ -608,17 +699,70 @@ impl Plans<'_> {
         length: usize,
         retried: &mut Vec<RetriedQuery>,
     ) -> Result<Vec<RecordBatch>, String> {
-        let counted = || async {
+        self.on_cluster(length, retried, move || async move {
             let frame = context.sql(sql).await.map_err(|e| e.to_string())?;
             frame.collect().await.map_err(|e| e.to_string())
-        };
+        })
+        .await
+    }
+
+    /// Have the cluster write the result of `sql` as Parquet files in a fresh folder named
+    /// after `folder` (one per attempt, so a lost attempt's files are never read), and register
+    /// it as `table`, replacing the table of that name; the folder written.
+    async fn remote_write(
+        &self,
+        context: &SessionContext,
+        sql: &str,
+        folder: &Path,
+        table: &str,
+        length: usize,
+        retried: &mut Vec<RetriedQuery>,
+    ) -> Result<String, String> {
+        let text = |e: datafusion::error::DataFusionError| e.to_string();
+        let attempts = std::cell::Cell::new(0usize);
+        let attempts = &attempts;
+        let written = self
+            .on_cluster(length, retried, move || async move {
+                let attempt = attempts.get();
+                attempts.set(attempt + 1);
+                let target = format!("{}-{attempt}/", folder.display());
+                context
+                    .sql(sql)
+                    .await
+                    .map_err(text)?
+                    .write_parquet(&target, DataFrameWriteOptions::new(), None)
+                    .await
+                    .map_err(text)?;
+                Ok(target)
+            })
+            .await?;
+        let _ = context.deregister_table(table);
+        context
+            .register_parquet(table, &written, ParquetReadOptions::default())
+            .await
+            .map_err(text)?;
+        Ok(written)
+    }
+
+    /// `run` on the cluster, bounded by the query timeout, and run again (at most once per
+    /// [`LOST_ENDPOINT_WAITS`]) when it fails for a [`lost_endpoint`]; embedded, once.
+    async fn on_cluster<T, F, Fut>(
+        &self,
+        length: usize,
+        retried: &mut Vec<RetriedQuery>,
+        run: F,
+    ) -> Result<T, String>
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Result<T, String>>,
+    {
         match &self.runner {
             #[cfg(feature = "ballista")]
             Runner::Ballista {
                 scheduler,
                 query_timeout,
             } => loop {
-                let outcome = tokio::time::timeout(*query_timeout, counted())
+                let outcome = tokio::time::timeout(*query_timeout, run())
                     .await
                     .map_err(|_| stalled(scheduler, length, *query_timeout))?;
                 let retries = retried.iter().filter(|r| r.length == length).count();
@@ -634,9 +778,52 @@ impl Plans<'_> {
                 // Only a cluster loses endpoints.
                 #[cfg(not(feature = "ballista"))]
                 let _ = (length, retried);
-                counted().await
+                run().await
             }
         }
+    }
+}
+
+/// A folder for the tables a cluster writes between gapped levels, removed with this value:
+/// beside the Parquet store (in its parent folder), the one place known to be at the same path
+/// on the client and every executor, since they read the store there.
+struct ClusterScratch {
+    folder: PathBuf,
+}
+
+impl ClusterScratch {
+    /// A fresh folder beside the store holding `files` (its committed step files).
+    fn beside(files: &[PathBuf]) -> Result<Self, String> {
+        let store = files
+            .first()
+            .and_then(|file| {
+                file.ancestors()
+                    .find(|a| a.file_name().is_some_and(|name| name == steps::TABLE))
+            })
+            .and_then(Path::parent)
+            .ok_or_else(|| "the store's step files are not in its `steps` folder".to_string())?;
+        let name = store
+            .file_name()
+            .map_or_else(|| "store".into(), |n| n.to_string_lossy().into_owned());
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let folder = store
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join(format!(".{name}.cluster-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| format!("cannot write to {}: {e}", folder.display()))?;
+        // Absolute: the executors resolve a relative path against their own working folder.
+        let folder = std::fs::canonicalize(&folder)
+            .map_err(|e| format!("cannot find {}: {e}", folder.display()))?;
+        Ok(Self { folder })
+    }
+}
+
+impl Drop for ClusterScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.folder);
     }
 }
 
@@ -899,6 +1086,146 @@ mod tests {
             tools: tools.iter().map(|t| t.to_string()).collect(),
             support,
             occurrences,
+        }
+    }
+
+    /// The gapped levels a cluster runs, here on the embedded engine: every frequent gapped
+    /// pattern with the in-process gapped miner's support, with a held-out trace left out,
+    /// step indices with holes (the SQL numbers the steps) and the rows out of order.
+    #[test]
+    fn the_cluster_levels_count_gapped_what_the_in_process_gapped_miner_counts() {
+        let long: Vec<&str> = ["a", "x", "x", "b", "x", "c"]
+            .into_iter()
+            .cycle()
+            .take(60)
+            .chain(["a"; 20])
+            .chain(["b", "c"])
+            .collect();
+        let traces: Vec<Vec<&str>> = vec![
+            vec!["a", "b", "a", "b", "c", "a", "c"],
+            vec!["a", "x", "b", "x", "x", "c"],
+            vec!["b", "a", "a", "c", "b"],
+            vec!["a"],
+            vec!["b", "c", "x", "a", "x", "x", "x", "b"],
+            long,
+            vec!["c", "a", "b"],
+            // Held out: counted, it would change the supports of `a -> b -> c` and more.
+            vec!["a", "b", "c", "a", "b", "c"],
+        ];
+        let held_out: HashSet<String> = HashSet::from(["trace-7".to_string()]);
+        let mut rows: Vec<(String, u32, String)> = traces
+            .iter()
+            .enumerate()
+            .flat_map(|(t, tools)| {
+                tools.iter().enumerate().map(move |(i, tool)| {
+                    (format!("trace-{t}"), i as u32 * 3 + 1, tool.to_string())
+                })
+            })
+            .collect();
+        rows.reverse();
+        rows.rotate_left(7);
+        let batch = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new(steps::TRACE_ID, DataType::Utf8, false),
+                Field::new(steps::STEP_INDEX, DataType::UInt32, false),
+                Field::new(steps::TOOL_NAME, DataType::Utf8, false),
+            ])),
+            vec![
+                Arc::new(datafusion::arrow::array::StringArray::from_iter_values(
+                    rows.iter().map(|r| r.0.as_str()),
+                )) as ArrayRef,
+                Arc::new(datafusion::arrow::array::UInt32Array::from_iter_values(
+                    rows.iter().map(|r| r.1),
+                )),
+                Arc::new(datafusion::arrow::array::StringArray::from_iter_values(
+                    rows.iter().map(|r| r.2.as_str()),
+                )),
+            ],
+        )
+        .expect("a batch");
+        let mut builder = crate::spm::SequenceDbBuilder::new();
+        for trace in &traces[..7] {
+            builder
+                .push_sequence(trace.iter().copied())
+                .expect("a sequence");
+        }
+        let db = builder.finish();
+        let runner = Runner::Embedded {
+            threads: 2,
+            memory_budget: None,
+        };
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        for (gap, min_support, min_length, max_length) in
+            [(0, 2, 1, 4), (1, 2, 1, 4), (3, 2, 2, 5), (20, 3, 1, 3)]
+        {
+            let query =
+                CountingQuery::new(min_support, min_length, max_length).with_max_gap(Some(gap));
+            // Where the levels' ends are written, as a cluster writes them.
+            let scratch = tempfile::tempdir().expect("a scratch folder");
+            let plans = Plans {
+                source: &StepSource::Stream,
+                query: &query,
+                reported: Reported::AllFrequent,
+                traces: MinedTraces {
+                    mined: &[],
+                    held_out: &held_out,
+                },
+                runner: &runner,
+                choose: None,
+            };
+            let (mut counted, retried) = runtime
+                .block_on(async {
+                    let context = SessionContext::new();
+                    let table = MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])
+                        .expect("a table");
+                    context
+                        .register_table("all_steps", Arc::new(table))
+                        .expect("registered");
+                    plans
+                        .remote_levels(&context, "all_steps", scratch.path())
+                        .await
+                })
+                .expect("counted");
+            counted.sort();
+            // The levels read the steps and ends written as Parquet files, not tables in
+            // memory; ends no longer read are deleted.
+            let written: Vec<String> = std::fs::read_dir(scratch.path())
+                .expect("the scratch folder")
+                .map(|e| {
+                    e.expect("an entry")
+                        .file_name()
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect();
+            assert!(written.contains(&"numbered-0".to_string()), "{written:?}");
+            assert_eq!(
+                written.iter().filter(|w| w.starts_with("ends-")).count(),
+                1,
+                "{written:?}"
+            );
+            let options = crate::spm::GappedOptions {
+                min_support,
+                max_gap: Some(gap),
+                min_length,
+                max_length: Some(max_length),
+            };
+            let mut expected: Vec<CountedPattern> = crate::spm::gapped::mine(&db, &options)
+                .expect("mined")
+                .into_iter()
+                .map(|p| CountedPattern {
+                    tools: p.items.iter().map(|&i| db.name(i).to_string()).collect(),
+                    support: u64::from(p.support),
+                    occurrences: u64::from(p.support),
+                })
+                .collect();
+            expected.sort();
+            assert!(
+                expected.iter().any(|p| p.tools.len() >= 3),
+                "gap {gap}: long patterns"
+            );
+            assert_eq!(counted, expected, "gap {gap}");
+            assert!(retried.is_empty());
         }
     }
 

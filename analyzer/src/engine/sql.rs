@@ -31,8 +31,8 @@ pub struct CountingQuery {
     pub max_length: usize,
     /// Gapped counting: at most this many other steps between two consecutive tools of a
     /// pattern, closedness by subsequence and occurrences reported as the support (as the
-    /// in-process miner's `--max-gap`). Only the embedded engine counts it; the SQL text of this
-    /// module is contiguous.
+    /// in-process miner's `--max-gap`). The engines count it level by level (a cluster with
+    /// [`CountingQuery::gapped_level_sql`]); the one-query SQL of this module is contiguous.
     pub max_gap: Option<u32>,
 }
 
@@ -183,6 +183,117 @@ impl CountingQuery {
         sql
     }
 
+    /// Gapped counting on a cluster, which keeps no table between queries of its own: each
+    /// trace's steps numbered (`trace_id`, `pos`, `tool`), for the cluster to write out once
+    /// and the levels to read ([`gapped_level_sql`](Self::gapped_level_sql)).
+    pub fn numbered_sql(relation: &str) -> String {
+        format!(
+            "SELECT {id}, CAST(ROW_NUMBER() OVER (PARTITION BY {id} ORDER BY {index}) AS BIGINT) AS pos, {tool} AS tool FROM {relation}",
+            id = steps::TRACE_ID,
+            index = steps::STEP_INDEX,
+            tool = steps::TOOL_NAME,
+        )
+    }
+
+    /// The frequent gapped patterns of `length` tools (at most `gap` other steps between two
+    /// of them), or, as `kept` says, where each of them ends, from `numbered`
+    /// ([`numbered_sql`](Self::numbered_sql)) and, past length 1, `ends`: where each frequent
+    /// pattern one tool shorter ends (`trace_id`, `pos`, `tool_0 ..`).
+    ///
+    /// A pattern's ends are the steps at most `gap + 1` places after an end of its prefix that
+    /// hold its last tool, each end once however many ways reach it, as the embedded levels
+    /// keep them. Counted, the extension is also kept to those whose suffix is among
+    /// `shorter` (the frequent patterns one tool shorter), which loses nothing: dropping an
+    /// occurrence's first step leaves an occurrence of the suffix. As ends, only the frequent
+    /// patterns of this length (`frequent`) are kept. Occurrences are reported as the support,
+    /// as the in-process gapped miner counts them. Columns counted: `tool_0 ..`, `support`,
+    /// `occurrences`; as ends: `trace_id`, `pos`, `tool_0 ..`.
+    pub fn gapped_level_sql(
+        &self,
+        numbered: &str,
+        ends: &str,
+        length: usize,
+        gap: u32,
+        kept: GappedKept<'_>,
+    ) -> String {
+        let length = length.max(1);
+        let id = steps::TRACE_ID;
+        let last = tool_column(length - 1);
+        // What an end row holds, and where the extension reads from.
+        let (ends_select, from) = if length == 1 {
+            (
+                vec![
+                    format!("n.{id}"),
+                    "n.pos".into(),
+                    format!("n.tool AS {last}"),
+                ],
+                format!("{numbered} n"),
+            )
+        } else {
+            let mut select = vec![format!("e.{id}"), "n.pos".into()];
+            select.extend((0..length - 1).map(|i| format!("e.{}", tool_column(i))));
+            select.push(format!("n.tool AS {last}"));
+            let reach = u64::from(gap) + 1;
+            (
+                select,
+                format!(
+                    "{ends} e JOIN {numbered} n ON n.{id} = e.{id} AND n.pos > e.pos AND n.pos <= e.pos + {reach}"
+                ),
+            )
+        };
+        // The tool at place `i` of the extended pattern.
+        let tool_at = |i: usize| {
+            if i + 1 == length {
+                "n.tool".to_string()
+            } else {
+                format!("e.{}", tool_column(i))
+            }
+        };
+        let mut sql = String::new();
+        match kept {
+            GappedKept::Ends { frequent } => {
+                let on: Vec<String> = (0..length)
+                    .map(|i| format!("f.{} = {}", tool_column(i), tool_at(i)))
+                    .collect();
+                let _ = write!(
+                    sql,
+                    "SELECT DISTINCT {} FROM {from} JOIN {frequent} f ON {}",
+                    ends_select.join(", "),
+                    on.join(" AND ")
+                );
+            }
+            GappedKept::Counted { shorter } => {
+                let select: Vec<String> = (0..length)
+                    .map(|i| format!("{} AS {}", tool_at(i), tool_column(i)))
+                    .collect();
+                let trace = if length == 1 {
+                    format!("n.{id}")
+                } else {
+                    format!("e.{id}")
+                };
+                let _ = write!(
+                    sql,
+                    "SELECT {}, COUNT(DISTINCT {trace}) AS support, COUNT(DISTINCT {trace}) AS occurrences FROM {from}",
+                    select.join(", ")
+                );
+                if let Some(shorter) = shorter.filter(|_| length > 1) {
+                    let on: Vec<String> = (1..length)
+                        .map(|i| format!("s.{} = {}", tool_column(i - 1), tool_at(i)))
+                        .collect();
+                    let _ = write!(sql, " JOIN {shorter} s ON {}", on.join(" AND "));
+                }
+                let grouped: Vec<String> = (0..length).map(tool_at).collect();
+                let _ = write!(
+                    sql,
+                    " GROUP BY {} HAVING COUNT(DISTINCT {trace}) >= {}",
+                    grouped.join(", "),
+                    self.min_support
+                );
+            }
+        }
+        sql
+    }
+
     /// `SELECT * FROM (...) AS name`: the relations `<prefix>_<n>` for `n` from `min_length` to
     /// `longest`, padded to the result columns and stacked.
     fn union(&self, prefix: &str, longest: usize, name: &str) -> String {
@@ -286,6 +397,16 @@ pub fn patterns_relation(rows: &[Vec<String>], length: usize) -> String {
         columns.join(", "),
         values.join(", ")
     )
+}
+
+/// What [`CountingQuery::gapped_level_sql`] returns.
+#[derive(Debug, Clone, Copy)]
+pub enum GappedKept<'a> {
+    /// The frequent patterns of the length, their suffixes kept to `shorter` (a relation of
+    /// the frequent patterns one tool shorter; `None` at length 1).
+    Counted { shorter: Option<&'a str> },
+    /// Where each pattern of `frequent` (a relation of them) ends.
+    Ends { frequent: &'a str },
 }
 
 /// Which of the frequent patterns an engine reports.
