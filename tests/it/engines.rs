@@ -584,6 +584,20 @@ fn datafusion_mines_the_patterns_and_candidates_mine_stores_from_parquet_files_a
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A gap with a hold-out, a sample and a probe: on tau-bench retail, every part of gapped
+/// mining at once.
+#[cfg(feature = "datafusion")]
+const GAPPED_HELD_OUT_FLAGS: [&str; 8] = [
+    "--max-gap",
+    "2",
+    "--holdout",
+    "20",
+    "--sample",
+    "9",
+    "--probe",
+    "4",
+];
+
 /// Gapped patterns (`--max-gap`): counted by the embedded engine, their occurrences matched
 /// along the traces' tool names, and the same patterns, supports, days and candidates as the
 /// in-process gapped miner, on real traffic and on generated interleaving.
@@ -595,20 +609,7 @@ fn datafusion_mines_the_gapped_patterns_and_candidates_mine_stores() {
     };
     for store in TAU_STORES {
         assert_same_candidates(dir.path(), store, &["--max-gap", "1"]);
-        assert_same_candidates(
-            dir.path(),
-            store,
-            &[
-                "--max-gap",
-                "2",
-                "--holdout",
-                "20",
-                "--sample",
-                "9",
-                "--probe",
-                "4",
-            ],
-        );
+        assert_same_candidates(dir.path(), store, &GAPPED_HELD_OUT_FLAGS);
     }
     // A gap finds what contiguous counting does not: otherwise this test would not tell.
     let gapped = mined(dir.path(), "tau.db", &["--max-gap", "2"]);
@@ -916,20 +917,7 @@ fn ballista_with_two_executors_mines_the_patterns_and_candidates_mine_stores() {
             &["--holdout", "20", "--sample", "9", "--probe", "4"],
         );
         // Gapped: the cluster counts the ends level by level, the client matches occurrences.
-        same(
-            dir.path(),
-            "tau.parquet",
-            &[
-                "--max-gap",
-                "2",
-                "--holdout",
-                "20",
-                "--sample",
-                "9",
-                "--probe",
-                "4",
-            ],
-        );
+        same(dir.path(), "tau.parquet", &GAPPED_HELD_OUT_FLAGS);
         // And `analyze` on the store as it is: the same report, verdicts and behaviours.
         let in_process = analyzed(dir.path(), "tau.parquet", &[]);
         assert!(in_process.1.as_u64().is_some_and(|n| n > 0));

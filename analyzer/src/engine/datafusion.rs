@@ -805,13 +805,15 @@ impl ClusterScratch {
         let name = store
             .file_name()
             .map_or_else(|| "store".into(), |n| n.to_string_lossy().into_owned());
+        let parent = store.parent().unwrap_or(Path::new("."));
+        let prefix = format!(".{name}.cluster-");
+        // A run stopped by a signal runs no destructor: its folder goes once its process is
+        // gone and an hour has passed (as the embedded engine's scratch folders do).
+        super::sweep_abandoned(parent, &prefix, std::time::Duration::from_secs(3600));
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
-        let folder = store
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join(format!(".{name}.cluster-{}-{nanos}", std::process::id()));
+        let folder = parent.join(format!("{prefix}{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&folder)
             .map_err(|e| format!("cannot write to {}: {e}", folder.display()))?;
         // Absolute: the executors resolve a relative path against their own working folder.
@@ -1089,30 +1091,54 @@ mod tests {
         }
     }
 
+    /// The folder beside the store for a cluster's gapped levels: absolute, fresh, gone with
+    /// its value; and the folder of a run stopped by a signal (its process gone, an hour idle)
+    /// is swept, while a young one is left to its run.
+    #[test]
+    fn a_cluster_scratch_sits_beside_the_store_and_sweeps_an_abandoned_one() {
+        let dir = tempfile::tempdir().expect("a folder");
+        let part = dir
+            .path()
+            .join("traces.parquet/steps/date=2026-12-06/part-1.parquet");
+        let abandoned = dir
+            .path()
+            .join(format!(".traces.parquet.cluster-{}-1", u32::MAX));
+        let young = dir
+            .path()
+            .join(format!(".traces.parquet.cluster-{}-2", u32::MAX));
+        for folder in [&abandoned, &young] {
+            std::fs::create_dir_all(folder).expect("a folder");
+        }
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        std::fs::File::open(&abandoned)
+            .and_then(|folder| folder.set_modified(long_ago))
+            .expect("an old folder");
+        let scratch = ClusterScratch::beside(&[part]).expect("a scratch folder");
+        let folder = scratch.folder.clone();
+        assert!(folder.is_absolute() && folder.is_dir(), "{folder:?}");
+        assert_eq!(
+            folder.parent(),
+            Some(
+                std::fs::canonicalize(dir.path())
+                    .expect("the folder")
+                    .as_path()
+            )
+        );
+        assert!(!abandoned.exists());
+        assert!(young.exists());
+        drop(scratch);
+        assert!(!folder.exists());
+    }
+
     /// The gapped levels a cluster runs, here on the embedded engine: every frequent gapped
     /// pattern with the in-process gapped miner's support, with a held-out trace left out,
     /// step indices with holes (the SQL numbers the steps) and the rows out of order.
     #[test]
     fn the_cluster_levels_count_gapped_what_the_in_process_gapped_miner_counts() {
-        let long: Vec<&str> = ["a", "x", "x", "b", "x", "c"]
-            .into_iter()
-            .cycle()
-            .take(60)
-            .chain(["a"; 20])
-            .chain(["b", "c"])
-            .collect();
-        let traces: Vec<Vec<&str>> = vec![
-            vec!["a", "b", "a", "b", "c", "a", "c"],
-            vec!["a", "x", "b", "x", "x", "c"],
-            vec!["b", "a", "a", "c", "b"],
-            vec!["a"],
-            vec!["b", "c", "x", "a", "x", "x", "x", "b"],
-            long,
-            vec!["c", "a", "b"],
-            // Held out: counted, it would change the supports of `a -> b -> c` and more.
-            vec!["a", "b", "c", "a", "b", "c"],
-        ];
-        let held_out: HashSet<String> = HashSet::from(["trace-7".to_string()]);
+        let mut traces = crate::engine::gapped_fixture::traces();
+        // Held out: counted, it would change the supports of `a -> b -> c` and more.
+        traces.push(vec!["a", "b", "c", "a", "b", "c"]);
+        let held_out: HashSet<String> = HashSet::from([format!("trace-{}", traces.len() - 1)]);
         let mut rows: Vec<(String, u32, String)> = traces
             .iter()
             .enumerate()
@@ -1143,13 +1169,6 @@ mod tests {
             ],
         )
         .expect("a batch");
-        let mut builder = crate::spm::SequenceDbBuilder::new();
-        for trace in &traces[..7] {
-            builder
-                .push_sequence(trace.iter().copied())
-                .expect("a sequence");
-        }
-        let db = builder.finish();
         let runner = Runner::Embedded {
             threads: 2,
             memory_budget: None,
@@ -1204,25 +1223,13 @@ mod tests {
                 1,
                 "{written:?}"
             );
-            let options = crate::spm::GappedOptions {
+            let mined = &traces[..traces.len() - 1];
+            let expected = crate::engine::gapped_fixture::mined(
+                mined,
+                gap,
                 min_support,
-                max_gap: Some(gap),
                 min_length,
-                max_length: Some(max_length),
-            };
-            let mut expected: Vec<CountedPattern> = crate::spm::gapped::mine(&db, &options)
-                .expect("mined")
-                .into_iter()
-                .map(|p| CountedPattern {
-                    tools: p.items.iter().map(|&i| db.name(i).to_string()).collect(),
-                    support: u64::from(p.support),
-                    occurrences: u64::from(p.support),
-                })
-                .collect();
-            expected.sort();
-            assert!(
-                expected.iter().any(|p| p.tools.len() >= 3),
-                "gap {gap}: long patterns"
+                max_length,
             );
             assert_eq!(counted, expected, "gap {gap}");
             assert!(retried.is_empty());

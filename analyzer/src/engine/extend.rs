@@ -1172,57 +1172,15 @@ mod tests {
 
     #[test]
     fn gapped_levels_count_what_the_in_process_gapped_miner_counts() {
-        // Repeats within reach of each other (so one end is reached more than one way), a
-        // trace longer than the widest gap, and traces the gap must not bridge.
-        let long: Vec<&str> = ["a", "x", "x", "b", "x", "c"]
-            .into_iter()
-            .cycle()
-            .take(60)
-            .chain(["a"; 20])
-            .chain(["b", "c"])
-            .collect();
-        let traces: Vec<Vec<&str>> = vec![
-            vec!["a", "b", "a", "b", "c", "a", "c"],
-            vec!["a", "x", "b", "x", "x", "c"],
-            vec!["b", "a", "a", "c", "b"],
-            vec!["a"],
-            vec!["b", "c", "x", "a", "x", "x", "x", "b"],
-            long,
-            vec!["c", "a", "b"],
-        ];
-        let mut builder = crate::spm::SequenceDbBuilder::new();
-        for trace in &traces {
-            builder
-                .push_sequence(trace.iter().copied())
-                .expect("a sequence");
-        }
-        let db = builder.finish();
+        let traces = crate::engine::gapped_fixture::traces();
         // Distances joined one by one (gaps 0, 1, 3) and as a window (20 and 40, past
         // `UNROLLED_GAPS`).
         for (gap, min_support, max_length) in
             [(0, 2, 4), (1, 2, 4), (3, 2, 5), (20, 2, 4), (40, 3, 3)]
         {
             let query = CountingQuery::new(min_support, 1, max_length).with_max_gap(Some(gap));
-            let options = crate::spm::GappedOptions {
-                min_support,
-                max_gap: Some(gap),
-                min_length: 1,
-                max_length: Some(max_length),
-            };
-            let mut expected: Vec<CountedPattern> = crate::spm::gapped::mine(&db, &options)
-                .expect("mined")
-                .into_iter()
-                .map(|p| CountedPattern {
-                    tools: p.items.iter().map(|&i| db.name(i).to_string()).collect(),
-                    support: u64::from(p.support),
-                    occurrences: u64::from(p.support),
-                })
-                .collect();
-            expected.sort();
-            assert!(
-                expected.iter().any(|p| p.tools.len() >= 3),
-                "gap {gap}: long patterns"
-            );
+            let expected =
+                crate::engine::gapped_fixture::mined(&traces, gap, min_support, 1, max_length);
             assert_eq!(counted(&traces, &query), expected, "gap {gap}");
         }
     }

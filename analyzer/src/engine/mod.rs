@@ -6,7 +6,8 @@
 //! - `datafusion` (feature `datafusion`): the same counts by Apache DataFusion over the store's
 //!   Parquet files in place (or its tool-name stream), closedness decided in-process; embedded
 //!   by extending occurrences with integer joins (`extend`), and with feature `ballista` on a
-//!   Ballista cluster, one SQL query per length.
+//!   Ballista cluster, one SQL query per length (gapped: over the ends the cluster wrote one
+//!   length down).
 //! - `ballista` (feature `ballista`): a Ballista cluster's scheduler and executors, as
 //!   processes of their own or all in the calling process.
 
@@ -116,6 +117,72 @@ pub fn rank(
             .then(b.tools.len().cmp(&a.tools.len()))
             .then_with(|| tie(&a.tools, &b.tools))
     });
+}
+
+/// Traffic for the gapped levels' tests, and what the in-process gapped miner finds in it.
+#[cfg(all(test, feature = "datafusion"))]
+pub(crate) mod gapped_fixture {
+    use super::sql::CountedPattern;
+
+    /// Repeats within reach of each other (so one end is reached more than one way), a trace
+    /// longer than the widest gap, and traces the gap must not bridge.
+    pub fn traces() -> Vec<Vec<&'static str>> {
+        let long: Vec<&str> = ["a", "x", "x", "b", "x", "c"]
+            .into_iter()
+            .cycle()
+            .take(60)
+            .chain(["a"; 20])
+            .chain(["b", "c"])
+            .collect();
+        vec![
+            vec!["a", "b", "a", "b", "c", "a", "c"],
+            vec!["a", "x", "b", "x", "x", "c"],
+            vec!["b", "a", "a", "c", "b"],
+            vec!["a"],
+            vec!["b", "c", "x", "a", "x", "x", "x", "b"],
+            long,
+            vec!["c", "a", "b"],
+        ]
+    }
+
+    /// Every frequent gapped pattern of `traces` with the in-process gapped miner's support
+    /// (reported as the occurrences too), sorted; it has patterns of three tools or more.
+    pub fn mined(
+        traces: &[Vec<&str>],
+        gap: u32,
+        min_support: u32,
+        min_length: usize,
+        max_length: usize,
+    ) -> Vec<CountedPattern> {
+        let mut builder = crate::spm::SequenceDbBuilder::new();
+        for trace in traces {
+            builder
+                .push_sequence(trace.iter().copied())
+                .expect("a sequence");
+        }
+        let db = builder.finish();
+        let options = crate::spm::GappedOptions {
+            min_support,
+            max_gap: Some(gap),
+            min_length,
+            max_length: Some(max_length),
+        };
+        let mut mined: Vec<CountedPattern> = crate::spm::gapped::mine(&db, &options)
+            .expect("mined")
+            .into_iter()
+            .map(|p| CountedPattern {
+                tools: p.items.iter().map(|&i| db.name(i).to_string()).collect(),
+                support: u64::from(p.support),
+                occurrences: u64::from(p.support),
+            })
+            .collect();
+        mined.sort();
+        assert!(
+            mined.iter().any(|p| p.tools.len() >= 3),
+            "gap {gap}: long patterns"
+        );
+        mined
+    }
 }
 
 #[cfg(all(test, feature = "datafusion"))]
