@@ -597,7 +597,7 @@ impl Plans<'_> {
             let batches = self
                 .remote_level(context, &sql, length, &mut retried)
                 .await?;
-            let Some(level) = self.level_rows(&batches, length)? else {
+            let Some(level) = Self::level_rows(&batches, length)? else {
                 break;
             };
             let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
@@ -644,7 +644,7 @@ impl Plans<'_> {
             };
             let sql = query.gapped_level_sql(numbered, ends, length, gap, counting);
             let batches = self.remote_level(context, &sql, length, retried).await?;
-            let Some(level) = self.level_rows(&batches, length)? else {
+            let Some(level) = Self::level_rows(&batches, length)? else {
                 break;
             };
             let tools: Vec<Vec<String>> = level.iter().map(|p| p.tools.clone()).collect();
@@ -676,7 +676,6 @@ impl Plans<'_> {
 
     /// A level's patterns, each once; `None` when it has none.
     fn level_rows(
-        &self,
         batches: &[RecordBatch],
         length: usize,
     ) -> Result<Option<Vec<CountedPattern>>, String> {

@@ -219,8 +219,8 @@ impl CountingQuery {
         let length = length.max(1);
         let id = steps::TRACE_ID;
         let last = tool_column(length - 1);
-        // What an end row holds, and where the extension reads from.
-        let (ends_select, from) = if length == 1 {
+        // What an end row holds, where the extension reads from, and its trace.
+        let (ends_select, from, trace) = if length == 1 {
             (
                 vec![
                     format!("n.{id}"),
@@ -228,6 +228,7 @@ impl CountingQuery {
                     format!("n.tool AS {last}"),
                 ],
                 format!("{numbered} n"),
+                format!("n.{id}"),
             )
         } else {
             let mut select = vec![format!("e.{id}"), "n.pos".into()];
@@ -239,6 +240,7 @@ impl CountingQuery {
                 format!(
                     "{ends} e JOIN {numbered} n ON n.{id} = e.{id} AND n.pos > e.pos AND n.pos <= e.pos + {reach}"
                 ),
+                format!("e.{id}"),
             )
         };
         // The tool at place `i` of the extended pattern.
@@ -266,11 +268,6 @@ impl CountingQuery {
                 let select: Vec<String> = (0..length)
                     .map(|i| format!("{} AS {}", tool_at(i), tool_column(i)))
                     .collect();
-                let trace = if length == 1 {
-                    format!("n.{id}")
-                } else {
-                    format!("e.{id}")
-                };
                 let _ = write!(
                     sql,
                     "SELECT {}, COUNT(DISTINCT {trace}) AS support, COUNT(DISTINCT {trace}) AS occurrences FROM {from}",
