@@ -636,20 +636,75 @@ async fn register_tool_ids(
     Ok(names)
 }
 
+/// How [`register_numbered`] placed each step in its trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Numbering {
+    /// By its step index: every trace's indexes run from 0 to its length less one.
+    ByIndex,
+    /// By its rank among its trace's step indexes (a sort), since some trace skips one.
+    ByRank,
+}
+
 /// Register `numbered (pos, tool)`: every step of `relation` by its trace's ordinal (the
 /// trace's place in storage order among the mined traces, so positions sort as the in-process
 /// miner visits occurrences) and its place in the trace, with its tool's number.
-async fn register_numbered(context: &SessionContext, relation: &str) -> Result<(), String> {
-    let sql = format!(
-        "SELECT s.{ORDINAL} * {TRACE_STRIDE}
-    + CAST(ROW_NUMBER() OVER (PARTITION BY s.{ORDINAL} ORDER BY s.{index}) AS BIGINT) AS pos,
-  n.tool
+///
+/// A store keeps `(trace, step_index)` unique, and its traces' indexes usually run from 0 with
+/// no gap; then the index is the place, and no sort of every step is needed (at 100M steps
+/// that sort was the one part past the memory budget, spilling). A trace whose indexes start
+/// past 0 or skip one is found in the numbered table itself (its first place is not 1 or its
+/// last is not its length), and then every step is numbered by rank instead.
+async fn register_numbered(context: &SessionContext, relation: &str) -> Result<Numbering, String> {
+    materialize(
+        context,
+        &numbered_sql(relation, Numbering::ByIndex),
+        NUMBERED,
+    )
+    .await?;
+    let skipping = run(
+        context,
+        &format!(
+            "SELECT COUNT(*) AS skipping FROM (
+  SELECT MIN(pos % {TRACE_STRIDE}) AS first, MAX(pos % {TRACE_STRIDE}) AS last, COUNT(*) AS steps
+  FROM {NUMBERED} GROUP BY pos / {TRACE_STRIDE}
+) per_trace WHERE first <> 1 OR last <> steps"
+        ),
+    )
+    .await?;
+    let mut skipped = false;
+    for batch in &skipping {
+        let column = column_as(batch, "skipping", &DataType::Int64)?;
+        let column = column.as_primitive::<Int64Type>();
+        skipped |= (0..column.len()).any(|row| column.value(row) > 0);
+    }
+    if !skipped {
+        return Ok(Numbering::ByIndex);
+    }
+    materialize(
+        context,
+        &numbered_sql(relation, Numbering::ByRank),
+        NUMBERED,
+    )
+    .await?;
+    Ok(Numbering::ByRank)
+}
+
+/// The query [`register_numbered`] keeps, placing steps as `numbering` says (1 is a trace's
+/// first place).
+fn numbered_sql(relation: &str, numbering: Numbering) -> String {
+    let index = steps::STEP_INDEX;
+    let place = match numbering {
+        Numbering::ByIndex => format!("CAST(s.{index} AS BIGINT) + 1"),
+        Numbering::ByRank => format!(
+            "CAST(ROW_NUMBER() OVER (PARTITION BY s.{ORDINAL} ORDER BY s.{index}) AS BIGINT)"
+        ),
+    };
+    format!(
+        "SELECT s.{ORDINAL} * {TRACE_STRIDE} + {place} AS pos, n.tool
 FROM {relation} s
 JOIN {TOOL_IDS} n ON s.{tool} = n.{tool}",
-        index = steps::STEP_INDEX,
         tool = steps::TOOL_NAME,
-    );
-    materialize(context, &sql, NUMBERED).await
+    )
 }
 
 /// The frequent patterns of one level in `table` (`pos`, `tool`, and when `extends` the
@@ -905,16 +960,32 @@ mod tests {
         }
     }
 
+    /// Step `i` of trace `t` has index `i * 3 + 1`: no trace starts at 0, so steps are
+    /// numbered by rank.
+    fn spaced(_t: usize, i: usize) -> u32 {
+        i as u32 * 3 + 1
+    }
+
+    /// Step `i` has index `i`, as the stores write them: the index is the place.
+    fn dense(_t: usize, i: usize) -> u32 {
+        i as u32
+    }
+
+    /// Dense but for trace 1, whose indexes skip every other number.
+    fn one_skipping(t: usize, i: usize) -> u32 {
+        if t == 1 { i as u32 * 2 } else { i as u32 }
+    }
+
     /// The traces as a `steps` table (with each trace's ordinal and start times), rows
-    /// shuffled and step indexes spaced out, so the numbering must come from the order of
-    /// `step_index` and not from the rows' order.
-    fn steps_table(traces: &[Vec<&str>]) -> MemTable {
+    /// shuffled and step `i` of trace `t` indexed `indexes(t, i)`, so the numbering must come
+    /// from the order of `step_index` and not from the rows' order.
+    fn steps_table(traces: &[Vec<&str>], indexes: fn(usize, usize) -> u32) -> MemTable {
         let mut rows: Vec<(String, u32, String, i64, Option<i64>)> = traces
             .iter()
             .enumerate()
             .flat_map(|(t, tools)| {
                 tools.iter().enumerate().map(move |(i, tool)| {
-                    let index = i as u32 * 3 + 1;
+                    let index = indexes(t, i);
                     (
                         format!("trace-{t}"),
                         index,
@@ -965,6 +1036,7 @@ mod tests {
     /// occurrences (the first `chosen` sampled with `cap`).
     fn counted_and_found(
         traces: &[Vec<&str>],
+        indexes: fn(usize, usize) -> u32,
         query: &CountingQuery,
         wanted: &Wanted<'_>,
     ) -> (Vec<CountedPattern>, Option<Located>) {
@@ -977,7 +1049,7 @@ mod tests {
                 scratch.install(SessionConfig::new().with_target_partitions(2)),
             );
             context
-                .register_table(steps::TABLE, Arc::new(steps_table(traces)))
+                .register_table(steps::TABLE, Arc::new(steps_table(traces, indexes)))
                 .expect("registered");
             let mut counted = frequent_rows(&context, steps::TABLE, query)
                 .await
@@ -1000,13 +1072,57 @@ mod tests {
         })
     }
 
+    /// The rows counted in `traces`, the same whichever way their steps are indexed.
     fn counted(traces: &[Vec<&str>], query: &CountingQuery) -> Vec<CountedPattern> {
         let nothing = Wanted {
             located: &[],
             chosen: 0,
             cap: None,
         };
-        counted_and_found(traces, query, &nothing).0
+        let rows = counted_and_found(traces, spaced, query, &nothing).0;
+        for indexes in [dense, one_skipping] {
+            assert_eq!(counted_and_found(traces, indexes, query, &nothing).0, rows);
+        }
+        rows
+    }
+
+    /// How `traces` indexed by `indexes` are numbered.
+    fn numbering(traces: &[Vec<&str>], indexes: fn(usize, usize) -> u32) -> Numbering {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
+            let context = SessionContext::new_with_config(
+                scratch.install(SessionConfig::new().with_target_partitions(2)),
+            );
+            context
+                .register_table(steps::TABLE, Arc::new(steps_table(traces, indexes)))
+                .expect("registered");
+            register_tool_ids(&context, steps::TABLE)
+                .await
+                .expect("tool ids");
+            let numbering = register_numbered(&context, steps::TABLE)
+                .await
+                .expect("numbered");
+            release(&context);
+            numbering
+        })
+    }
+
+    #[test]
+    fn steps_indexed_from_0_without_a_gap_are_placed_by_index_else_by_rank() {
+        let traces: Vec<Vec<&str>> = vec![vec!["a", "b", "c"], vec!["b", "c"], vec!["c"]];
+        assert_eq!(numbering(&traces, dense), Numbering::ByIndex);
+        assert_eq!(numbering(&traces, spaced), Numbering::ByRank);
+        assert_eq!(numbering(&traces, one_skipping), Numbering::ByRank);
+        // A trace starting at 1 with no gap is no trace starting at 0.
+        assert_eq!(numbering(&traces, |_, i| i as u32 + 1), Numbering::ByRank);
+        // The last index possible: its place would be the next trace's first.
+        assert_eq!(
+            numbering(&traces, |t, i| if t == 2 { u32::MAX } else { i as u32 }),
+            Numbering::ByRank
+        );
     }
 
     #[test]
@@ -1065,14 +1181,17 @@ mod tests {
                 .collect::<BTreeMap<String, u64>>()
         };
         let query = CountingQuery::new(1, 1, 4);
-        for cap in [None, Some(1), Some(2), Some(3), Some(100)] {
+        for (cap, indexes) in [None, Some(1), Some(2), Some(3), Some(100)]
+            .into_iter()
+            .flat_map(|cap| [(cap, spaced as fn(usize, usize) -> u32), (cap, dense)])
+        {
             // The last pattern is located (dated) but not chosen.
             let wanted = Wanted {
                 located: &chosen,
                 chosen: chosen.len() - 1,
                 cap,
             };
-            let found = counted_and_found(&traces, &query, &wanted)
+            let found = counted_and_found(&traces, indexes, &query, &wanted)
                 .1
                 .expect("found");
             assert_eq!(found.chosen.len(), chosen.len() - 1);
@@ -1113,7 +1232,7 @@ mod tests {
                 scratch.install(SessionConfig::new().with_target_partitions(2)),
             );
             context
-                .register_table(steps::TABLE, Arc::new(steps_table(&traces)))
+                .register_table(steps::TABLE, Arc::new(steps_table(&traces, spaced)))
                 .expect("registered");
             let mut rows = frequent_rows(&context, steps::TABLE, &query)
                 .await
