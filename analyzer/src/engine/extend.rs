@@ -1032,6 +1032,25 @@ mod tests {
         MemTable::try_new(schema, vec![vec![batch]]).expect("a table")
     }
 
+    /// A runtime, and a session (kept tables in a scratch folder of its own) whose `steps`
+    /// table holds `traces` indexed by `indexes`.
+    fn session_over(
+        traces: &[Vec<&str>],
+        indexes: fn(usize, usize) -> u32,
+    ) -> (tokio::runtime::Runtime, SessionContext) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a runtime");
+        let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
+        let context = SessionContext::new_with_config(
+            scratch.install(SessionConfig::new().with_target_partitions(2)),
+        );
+        context
+            .register_table(steps::TABLE, Arc::new(steps_table(traces, indexes)))
+            .expect("registered");
+        (runtime, context)
+    }
+
     /// Count `traces` with `query`; then, when `located` is given, find those patterns'
     /// occurrences (the first `chosen` sampled with `cap`).
     fn counted_and_found(
@@ -1040,17 +1059,8 @@ mod tests {
         query: &CountingQuery,
         wanted: &Wanted<'_>,
     ) -> (Vec<CountedPattern>, Option<Located>) {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("a runtime");
+        let (runtime, context) = session_over(traces, indexes);
         runtime.block_on(async {
-            let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
-            let context = SessionContext::new_with_config(
-                scratch.install(SessionConfig::new().with_target_partitions(2)),
-            );
-            context
-                .register_table(steps::TABLE, Arc::new(steps_table(traces, indexes)))
-                .expect("registered");
             let mut counted = frequent_rows(&context, steps::TABLE, query)
                 .await
                 .expect("counted");
@@ -1088,17 +1098,8 @@ mod tests {
 
     /// How `traces` indexed by `indexes` are numbered.
     fn numbering(traces: &[Vec<&str>], indexes: fn(usize, usize) -> u32) -> Numbering {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("a runtime");
+        let (runtime, context) = session_over(traces, indexes);
         runtime.block_on(async {
-            let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
-            let context = SessionContext::new_with_config(
-                scratch.install(SessionConfig::new().with_target_partitions(2)),
-            );
-            context
-                .register_table(steps::TABLE, Arc::new(steps_table(traces, indexes)))
-                .expect("registered");
             register_tool_ids(&context, steps::TABLE)
                 .await
                 .expect("tool ids");
