@@ -101,11 +101,18 @@ impl Runner {
                 let scratch = Arc::new(extend::Scratch::new()?);
                 // No per-file statistics: the plans prune nothing by them, and collecting them
                 // reads every part's footer whenever a query over the steps is planned.
-                let config = scratch.install(
+                let mut config = scratch.install(
                     SessionConfig::new()
                         .with_target_partitions((*threads).max(1))
                         .with_collect_statistics(false),
                 );
+                // A join whose build side is a table of this process (the mined traces' ids,
+                // the tool numbers, a level's patterns) is built once and probed by every
+                // partition of the steps as they stream, instead of both sides being hashed
+                // into partitions first: the steps are never held, only the table.
+                let options = &mut config.options_mut().optimizer;
+                options.hash_join_single_partition_threshold = usize::MAX;
+                options.hash_join_single_partition_threshold_rows = usize::MAX;
                 let Some(budget) = memory_budget else {
                     return Ok(SessionContext::new_with_config(config));
                 };
@@ -867,8 +874,10 @@ async fn register_mined_steps(
     context
         .register_table("mined_traces", Arc::new(table))
         .map_err(text)?;
+    // The ids first: a join hashes its left side when the size of the right is unknown (a
+    // listing of Parquet files without statistics), and the steps must stream, not be hashed.
     let view = format!(
-        "SELECT s.{id}, s.{index}, s.{tool}, s.{started}, m.{ordinal} FROM {all_steps} s JOIN mined_traces m ON s.{id} = m.{id}",
+        "SELECT s.{id}, s.{index}, s.{tool}, s.{started}, m.{ordinal} FROM mined_traces m JOIN {all_steps} s ON s.{id} = m.{id}",
         id = steps::TRACE_ID,
         index = steps::STEP_INDEX,
         tool = steps::TOOL_NAME,

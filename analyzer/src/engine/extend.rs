@@ -29,6 +29,17 @@
 //! folder and read back from there, each deleted once replaced: they grow with the steps
 //! (about 12 bytes a step each), so in memory they would set the peak at 100M steps; on disk
 //! the peak is what one plan holds at a time.
+//!
+//! What one plan holds still grows with the steps: a join holds the occurrences it extends, a
+//! grouping its groups. So past [`SLICE_STEPS`] the numbered steps are cut into slices of whole
+//! traces, and each level is joined and counted slice by slice, the counts summed here; a trace
+//! lies in one slice, so its contribution to a support is counted once. The peak is then that
+//! of one slice, and the time grows with the number of slices.
+//!
+//! DataFusion hashes the left side of a join when it cannot tell which side is smaller (the
+//! kept tables and the Parquet steps carry no statistics), so every join here puts first a
+//! table of this process (tool numbers, a level's patterns, the prefix tree) or the
+//! occurrences being extended, never the steps.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -52,6 +63,10 @@ pub(super) struct Scratch {
     written: AtomicUsize,
     /// The folder of each kept table, by name.
     tables: Mutex<HashMap<String, PathBuf>>,
+    /// At most about this many steps in one slice (see [`register_numbered`]).
+    slice_steps: u64,
+    /// How many slices the numbered steps were cut into (1 until they are numbered).
+    slices: AtomicUsize,
 }
 
 impl Scratch {
@@ -64,6 +79,17 @@ impl Scratch {
             dir,
             written: AtomicUsize::new(0),
             tables: Mutex::new(HashMap::new()),
+            slice_steps: SLICE_STEPS,
+            slices: AtomicUsize::new(1),
+        })
+    }
+
+    /// [`Scratch::new`], cutting the steps into slices of at most about `steps` steps.
+    #[cfg(test)]
+    fn with_slice_steps(steps: u64) -> Result<Self, String> {
+        Ok(Self {
+            slice_steps: steps.max(1),
+            ..Self::new()?
         })
     }
 
@@ -116,6 +142,10 @@ impl Scratch {
             .collect()
     }
 
+    fn slices(&self) -> usize {
+        self.slices.load(Ordering::Relaxed).max(1)
+    }
+
     fn take(&self, name: &str) -> Option<PathBuf> {
         self.tables
             .lock()
@@ -135,6 +165,37 @@ fn forget(context: &SessionContext, name: &str) {
 
 /// `pos / TRACE_STRIDE` is a step's trace; steps of one trace are consecutive below it.
 const TRACE_STRIDE: i64 = 1 << 32;
+
+/// Past this many steps the numbered steps are cut into slices of whole traces, about this
+/// many steps each, and every level joins and counts slice by slice: a join holds one slice's
+/// occurrences and a grouping one slice's groups, so the peak stays that of about 10M steps
+/// however many there are (at 100M steps in one piece the joins and groupings held 15 GiB).
+const SLICE_STEPS: u64 = 10_000_000;
+
+/// The name of table `base` in slice `slice` of `slices`: `base` itself when there is one.
+fn in_slice(base: &str, slice: usize, slices: usize) -> String {
+    if slices <= 1 {
+        base.to_string()
+    } else {
+        format!("{base}_{slice}")
+    }
+}
+
+/// Table `base` in every slice of the session's numbered steps.
+fn sliced(context: &SessionContext, base: &str) -> Result<Vec<String>, String> {
+    let slices = Scratch::of(context)?.slices();
+    Ok((0..slices).map(|s| in_slice(base, s, slices)).collect())
+}
+
+/// Forget table `base` in every slice (and `base` itself).
+fn forget_sliced(context: &SessionContext, base: &str) {
+    if let Ok(names) = sliced(context, base) {
+        for name in names {
+            forget(context, &name);
+        }
+    }
+    forget(context, base);
+}
 
 /// The column of the counted relation holding each step's trace ordinal (`BIGINT`).
 pub(super) const ORDINAL: &str = "trace_ordinal";
@@ -181,7 +242,13 @@ pub(super) async fn frequent_rows(
 
     // Level 1: the tools themselves. `patterns[i]` spells pattern `i` of the current level as
     // tool numbers.
-    let mut level = count_level(context, NUMBERED, false, query.min_support).await?;
+    let mut level = count_level(
+        context,
+        &sliced(context, NUMBERED)?,
+        false,
+        query.min_support,
+    )
+    .await?;
     let mut patterns: Vec<Vec<u32>> = level.iter().map(|e| vec![e.tool]).collect();
     let mut rows = Vec::new();
     // Contiguous closedness looks one tool further; gapped closedness compares the reported
@@ -213,7 +280,13 @@ pub(super) async fn frequent_rows(
             None => extend_occurrences(context, length).await?,
             Some(gap) => extend_gapped(context, gap).await?,
         }
-        let next = count_level(context, EXTENDED, true, query.min_support).await?;
+        let next = count_level(
+            context,
+            &sliced(context, EXTENDED)?,
+            true,
+            query.min_support,
+        )
+        .await?;
         patterns = next
             .iter()
             .map(|extension| {
@@ -229,7 +302,7 @@ pub(super) async fn frequent_rows(
         length += 1;
     }
     for table in [OCCURRENCES, EXTENDED, FREQUENT] {
-        forget(context, table);
+        forget_sliced(context, table);
     }
     Ok(Counted { rows, tool_names })
 }
@@ -237,7 +310,10 @@ pub(super) async fn frequent_rows(
 /// Let go of the tables [`frequent_rows`] kept.
 pub(super) fn release(context: &SessionContext) {
     for table in [NUMBERED, TOOL_IDS, TRAIL, STEPPED, TRACE_DAYS] {
-        forget(context, table);
+        forget_sliced(context, table);
+    }
+    if let Ok(scratch) = Scratch::of(context) {
+        scratch.slices.store(1, Ordering::Relaxed);
     }
 }
 
@@ -394,7 +470,7 @@ GROUP BY t.pattern, d.day"
     for table in &found_levels {
         forget(context, table);
     }
-    forget(context, TRAIL);
+    forget_sliced(context, TRAIL);
     for batch in days? {
         read_days(&batch, &mut found.by_day)?;
     }
@@ -410,15 +486,14 @@ GROUP BY t.pattern, d.day"
 
 /// Register `trace_days (trace ordinal, day)`: the UTC day of each trace's first timed step
 /// (by step index), as the in-process miner dates traces; traces without one are left out.
+/// One pass over the steps, one group per trace.
 pub(super) async fn register_trace_days(
     context: &SessionContext,
     relation: &str,
 ) -> Result<(), String> {
     let sql = format!(
-        "SELECT s.{ORDINAL}, to_char(CAST(s.{started} AS DATE), '%Y-%m-%d') AS day
-FROM {relation} s
-JOIN (SELECT {ORDINAL}, MIN({index}) AS first FROM {relation} WHERE {started} IS NOT NULL GROUP BY {ORDINAL}) f
-  ON s.{ORDINAL} = f.{ORDINAL} AND s.{index} = f.first",
+        "SELECT {ORDINAL}, to_char(CAST(first_value({started} ORDER BY {index}) AS DATE), '%Y-%m-%d') AS day
+FROM {relation} WHERE {started} IS NOT NULL GROUP BY {ORDINAL}",
         index = steps::STEP_INDEX,
         started = steps::STARTED_AT,
     );
@@ -500,37 +575,49 @@ impl PrefixTree {
 /// Walk the numbered steps along `tree`, depth by depth, and keep, per depth where patterns
 /// end, their start positions as a table `(pos, pattern)`; returns those tables' names.
 async fn walk_prefixes(context: &SessionContext, tree: &PrefixTree) -> Result<Vec<String>, String> {
+    let slices = Scratch::of(context)?.slices();
     let mut found_levels = Vec::new();
     for (depth, level) in tree.levels.iter().enumerate() {
         register_u32s(context, STEPPED, ["parent", "tool", "node"], level)?;
-        let sql = if depth == 0 {
-            format!("SELECT o.pos, w.node FROM {NUMBERED} o JOIN {STEPPED} w ON o.tool = w.tool")
-        } else {
-            format!(
-                "SELECT o.pos, w.node FROM {TRAIL} o
-JOIN {NUMBERED} n ON n.pos = o.pos + {depth}
+        for slice in 0..slices {
+            let (numbered, trail) = (
+                in_slice(NUMBERED, slice, slices),
+                in_slice(TRAIL, slice, slices),
+            );
+            let sql = if depth == 0 {
+                format!(
+                    "SELECT o.pos, w.node FROM {STEPPED} w JOIN {numbered} o ON o.tool = w.tool"
+                )
+            } else {
+                format!(
+                    "SELECT o.pos, w.node FROM {trail} o
+JOIN {numbered} n ON n.pos = o.pos + {depth}
 JOIN {STEPPED} w ON w.parent = o.node AND w.tool = n.tool"
-            )
-        };
-        materialize(context, &sql, TRAIL).await?;
+                )
+            };
+            materialize(context, &sql, &trail).await?;
+        }
         let _ = context.deregister_table(STEPPED);
         let Some(ends) = tree.ends.get(depth).filter(|ends| !ends.is_empty()) else {
             continue;
         };
-        let ended = format!("{FOUND}_{depth}");
-        let ends_table = format!("{ended}_ends");
+        let ends_table = format!("{FOUND}_{depth}_ends");
         let pairs: Vec<(u32, u32, u32)> = ends.iter().map(|&(n, p)| (n, p, 0)).collect();
         register_u32s(context, &ends_table, ["node", "pattern", "unused"], &pairs)?;
-        materialize(
-            context,
-            &format!(
-                "SELECT t.pos, e.pattern FROM {TRAIL} t JOIN {ends_table} e ON t.node = e.node"
-            ),
-            &ended,
-        )
-        .await?;
+        for slice in 0..slices {
+            let ended = in_slice(&format!("{FOUND}_{depth}"), slice, slices);
+            let trail = in_slice(TRAIL, slice, slices);
+            materialize(
+                context,
+                &format!(
+                    "SELECT t.pos, e.pattern FROM {ends_table} e JOIN {trail} t ON t.node = e.node"
+                ),
+                &ended,
+            )
+            .await?;
+            found_levels.push(ended);
+        }
         let _ = context.deregister_table(ends_table.as_str());
-        found_levels.push(ended);
     }
     Ok(found_levels)
 }
@@ -659,6 +746,9 @@ enum Numbering {
 /// 100M steps). A trace whose indexes start past 0 or skip one is found in the numbered table
 /// itself (its first place is not 1 or its last is not its length), and then every step is
 /// numbered by rank instead.
+///
+/// Past the scratch's slice size the numbered steps are then cut into slices of whole traces
+/// (see [`SLICE_STEPS`]), each its own table, `numbered` their union.
 async fn register_numbered(context: &SessionContext, relation: &str) -> Result<Numbering, String> {
     materialize(
         context,
@@ -666,26 +756,110 @@ async fn register_numbered(context: &SessionContext, relation: &str) -> Result<N
         NUMBERED,
     )
     .await?;
-    let skipping = run(
+    let shape = run(
         context,
         &format!(
-            "SELECT COUNT(*) AS skipping FROM (
-  SELECT MIN(pos % {TRACE_STRIDE}) AS first, MAX(pos % {TRACE_STRIDE}) AS last, COUNT(*) AS steps
+            "SELECT CAST(COALESCE(SUM(CASE WHEN first <> 1 OR last <> steps THEN 1 ELSE 0 END), 0) AS BIGINT) AS skipping,
+  CAST(COALESCE(SUM(steps), 0) AS BIGINT) AS steps,
+  CAST(COALESCE(MAX(trace), -1) + 1 AS BIGINT) AS ordinals
+FROM (
+  SELECT pos / {TRACE_STRIDE} AS trace, MIN(pos % {TRACE_STRIDE}) AS first,
+    MAX(pos % {TRACE_STRIDE}) AS last, COUNT(*) AS steps
   FROM {NUMBERED} GROUP BY pos / {TRACE_STRIDE}
-) per_trace WHERE first <> 1 OR last <> steps"
+) per_trace"
         ),
     )
     .await?;
-    if single_count(&skipping, "skipping")? == 0 {
-        return Ok(Numbering::ByIndex);
-    }
-    materialize(
+    let numbering = if single_count(&shape, "skipping")? == 0 {
+        Numbering::ByIndex
+    } else {
+        materialize(
+            context,
+            &numbered_sql(relation, Numbering::ByRank),
+            NUMBERED,
+        )
+        .await?;
+        Numbering::ByRank
+    };
+    slice_numbered(
         context,
-        &numbered_sql(relation, Numbering::ByRank),
-        NUMBERED,
+        single_count(&shape, "steps")?,
+        single_count(&shape, "ordinals")?,
     )
     .await?;
-    Ok(Numbering::ByRank)
+    Ok(numbering)
+}
+
+/// Cut the `steps` numbered steps, of traces numbered below `ordinals`, into slices of about
+/// the scratch's slice size: trace `t` goes to slice `t * slices / ordinals`, so each slice
+/// holds whole traces and about as many of them. One slice leaves `numbered` as it is.
+async fn slice_numbered(context: &SessionContext, steps: u64, ordinals: u64) -> Result<(), String> {
+    let scratch = Scratch::of(context)?;
+    let slices = steps.div_ceil(scratch.slice_steps).min(ordinals).max(1);
+    scratch.slices.store(1, Ordering::Relaxed);
+    if slices == 1 {
+        return Ok(());
+    }
+    let text = |e: datafusion::error::DataFusionError| e.to_string();
+    let folder = scratch.fresh_folder(NUMBERED);
+    std::fs::create_dir_all(&folder)
+        .map_err(|e| format!("cannot write to {}: {e}", folder.display()))?;
+    let target = format!("{}/", folder.display());
+    // One pass: each step is written under `slice=<n>/`, its slice's own folder.
+    let written = context
+        .sql(&format!(
+            "COPY (SELECT pos, tool, (pos / {TRACE_STRIDE}) * {slices} / {ordinals} AS slice FROM {NUMBERED})
+TO {} STORED AS ARROW PARTITIONED BY (slice)",
+            super::sql::string_literal(&target)
+        ))
+        .await
+        .map_err(text)?
+        .collect()
+        .await;
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&folder);
+        return Err(e.to_string());
+    }
+    let schema = Arc::new(
+        context
+            .table(NUMBERED)
+            .await
+            .map_err(text)?
+            .schema()
+            .as_arrow()
+            .clone(),
+    );
+    forget(context, NUMBERED);
+    scratch.remember(NUMBERED, folder.clone());
+    let slices = usize::try_from(slices).map_err(|e| e.to_string())?;
+    let mut union = Vec::with_capacity(slices);
+    for slice in 0..slices {
+        let name = in_slice(NUMBERED, slice, slices);
+        let part = folder.join(format!("slice={slice}"));
+        if part.is_dir() {
+            let options = ArrowReadOptions {
+                schema: Some(&schema),
+                ..ArrowReadOptions::default()
+            };
+            context
+                .register_arrow(&name, &format!("{}/", part.display()), options)
+                .await
+                .map_err(text)?;
+        } else {
+            // No trace was numbered into this slice (ordinals can skip).
+            register(context, &name, schema.clone(), Vec::new())?;
+        }
+        union.push(format!("SELECT pos, tool FROM {name}"));
+    }
+    let whole = context
+        .sql(&union.join(" UNION ALL "))
+        .await
+        .map_err(text)?;
+    context
+        .register_table(NUMBERED, whole.into_view())
+        .map_err(text)?;
+    scratch.slices.store(slices, Ordering::Relaxed);
+    Ok(())
 }
 
 /// The query [`register_numbered`] keeps, placing steps as `numbering` says (1 is a trace's
@@ -700,8 +874,8 @@ fn numbered_sql(relation: &str, numbering: Numbering) -> String {
     };
     format!(
         "SELECT s.{ORDINAL} * {TRACE_STRIDE} + {place} AS pos, n.tool
-FROM {relation} s
-JOIN {TOOL_IDS} n ON s.{tool} = n.{tool}",
+FROM {TOOL_IDS} n
+JOIN {relation} s ON s.{tool} = n.{tool}",
         tool = steps::TOOL_NAME,
     )
 }
@@ -711,43 +885,71 @@ JOIN {TOOL_IDS} n ON s.{tool} = n.{tool}",
 /// `i`-th.
 async fn count_level(
     context: &SessionContext,
-    table: &str,
+    slices: &[String],
     extends: bool,
     min_support: u32,
 ) -> Result<Vec<Extension>, String> {
     let keys = if extends { "prefix, tool" } else { "tool" };
-    let sql = format!(
-        "SELECT {keys}, COUNT(*) AS support, SUM(n) AS occurrences
+    // A pattern rare in every slice can be frequent over all of them, so slices are counted
+    // whole and summed here; a trace lies in one slice, so the supports add up.
+    let having = match slices {
+        [_] => format!("HAVING COUNT(*) >= {min_support}"),
+        _ => String::new(),
+    };
+    let mut counts: HashMap<(Option<u32>, u32), (u64, u64)> = HashMap::new();
+    for table in slices {
+        let sql = format!(
+            "SELECT {keys}, COUNT(*) AS support, SUM(n) AS occurrences
 FROM (SELECT {keys}, pos / {TRACE_STRIDE} AS trace, COUNT(*) AS n FROM {table} GROUP BY {keys}, pos / {TRACE_STRIDE}) per_trace
 GROUP BY {keys}
-HAVING COUNT(*) >= {min_support}"
-    );
-    let mut level = Vec::new();
-    for batch in run(context, &sql).await? {
-        let u32s = |name: &str| -> Result<UInt32Array, String> {
-            let column = column_as(&batch, name, &DataType::UInt32)?;
-            Ok(column.as_primitive::<UInt32Type>().clone())
-        };
-        let i64s = |name: &str| column_as(&batch, name, &DataType::Int64);
-        let tools = u32s("tool")?;
-        let prefixes = extends.then(|| u32s("prefix")).transpose()?;
-        let (support, occurrences) = (i64s("support")?, i64s("occurrences")?);
-        let (support, occurrences) = (
-            support.as_primitive::<Int64Type>(),
-            occurrences.as_primitive::<Int64Type>(),
+{having}"
         );
-        for row in 0..batch.num_rows() {
-            level.push(Extension {
-                prefix: prefixes.as_ref().map(|p| p.value(row)),
-                tool: tools.value(row),
-                support: u64::try_from(support.value(row)).unwrap_or(0),
-                occurrences: u64::try_from(occurrences.value(row)).unwrap_or(0),
-            });
+        for batch in run(context, &sql).await? {
+            add_counts(&batch, extends, &mut counts)?;
         }
     }
-    // A stable numbering, whatever order the partitions finished in.
+    let mut level: Vec<Extension> = counts
+        .into_iter()
+        .filter(|(_, (support, _))| *support >= u64::from(min_support))
+        .map(|((prefix, tool), (support, occurrences))| Extension {
+            prefix,
+            tool,
+            support,
+            occurrences,
+        })
+        .collect();
+    // A stable numbering, whatever order the partitions and slices finished in.
     level.sort_by_key(|e| (e.prefix, e.tool));
     Ok(level)
+}
+
+/// Add one batch of a level's counts (`tool`, `prefix` when `extends`, `support`,
+/// `occurrences`) to `counts`, by (prefix, tool).
+fn add_counts(
+    batch: &RecordBatch,
+    extends: bool,
+    counts: &mut HashMap<(Option<u32>, u32), (u64, u64)>,
+) -> Result<(), String> {
+    let u32s = |name: &str| -> Result<UInt32Array, String> {
+        let column = column_as(batch, name, &DataType::UInt32)?;
+        Ok(column.as_primitive::<UInt32Type>().clone())
+    };
+    let i64s = |name: &str| column_as(batch, name, &DataType::Int64);
+    let tools = u32s("tool")?;
+    let prefixes = extends.then(|| u32s("prefix")).transpose()?;
+    let (support, occurrences) = (i64s("support")?, i64s("occurrences")?);
+    let (support, occurrences) = (
+        support.as_primitive::<Int64Type>(),
+        occurrences.as_primitive::<Int64Type>(),
+    );
+    for row in 0..batch.num_rows() {
+        let slot = counts
+            .entry((prefixes.as_ref().map(|p| p.value(row)), tools.value(row)))
+            .or_default();
+        slot.0 += u64::try_from(support.value(row)).unwrap_or(0);
+        slot.1 += u64::try_from(occurrences.value(row)).unwrap_or(0);
+    }
+    Ok(())
 }
 
 /// Replace `occurrences_of_frequent (pos, pattern)` with the start positions of the patterns of
@@ -772,28 +974,44 @@ async fn keep_occurrences(
     .map_err(|e| e.to_string())?;
     let _ = context.deregister_table(FREQUENT);
     register(context, FREQUENT, schema, vec![vec![batch]])?;
-    let sql = if length == 1 {
-        format!("SELECT o.pos, f.pattern FROM {NUMBERED} o JOIN {FREQUENT} f ON o.tool = f.tool")
-    } else {
-        format!(
-            "SELECT o.pos, f.pattern FROM {EXTENDED} o
-JOIN {FREQUENT} f ON o.prefix = f.prefix AND o.tool = f.tool"
-        )
-    };
-    materialize(context, &sql, OCCURRENCES).await?;
-    forget(context, EXTENDED);
+    let slices = Scratch::of(context)?.slices();
+    for slice in 0..slices {
+        let (numbered, extended) = (
+            in_slice(NUMBERED, slice, slices),
+            in_slice(EXTENDED, slice, slices),
+        );
+        let sql = if length == 1 {
+            format!(
+                "SELECT o.pos, f.pattern FROM {FREQUENT} f JOIN {numbered} o ON o.tool = f.tool"
+            )
+        } else {
+            format!(
+                "SELECT o.pos, f.pattern FROM {FREQUENT} f
+JOIN {extended} o ON o.prefix = f.prefix AND o.tool = f.tool"
+            )
+        };
+        materialize(context, &sql, &in_slice(OCCURRENCES, slice, slices)).await?;
+        forget(context, &extended);
+    }
     Ok(())
 }
 
 /// Replace `extended (pos, prefix, tool)` with each kept occurrence of `length` tools and the
 /// tool of the step after it, where its trace has one.
 async fn extend_occurrences(context: &SessionContext, length: usize) -> Result<(), String> {
-    let sql = format!(
-        "SELECT o.pos, o.pattern AS prefix, n.tool
-FROM {OCCURRENCES} o JOIN {NUMBERED} n ON n.pos = o.pos + {length}"
-    );
-    materialize(context, &sql, EXTENDED).await?;
-    forget(context, OCCURRENCES);
+    let slices = Scratch::of(context)?.slices();
+    for slice in 0..slices {
+        let (occurrences, numbered) = (
+            in_slice(OCCURRENCES, slice, slices),
+            in_slice(NUMBERED, slice, slices),
+        );
+        let sql = format!(
+            "SELECT o.pos, o.pattern AS prefix, n.tool
+FROM {occurrences} o JOIN {numbered} n ON n.pos = o.pos + {length}"
+        );
+        materialize(context, &sql, &in_slice(EXTENDED, slice, slices)).await?;
+        forget(context, &occurrences);
+    }
     Ok(())
 }
 
@@ -806,13 +1024,28 @@ const UNROLLED_GAPS: u32 = 15;
 /// other steps after such an end, as a new end of the pattern extended by its tool; each end
 /// once, however many ways reach it, so a level holds at most one row per step and pattern.
 async fn extend_gapped(context: &SessionContext, gap: u32) -> Result<(), String> {
+    let slices = Scratch::of(context)?.slices();
+    for slice in 0..slices {
+        let (occurrences, numbered) = (
+            in_slice(OCCURRENCES, slice, slices),
+            in_slice(NUMBERED, slice, slices),
+        );
+        let sql = gapped_extension_sql(&occurrences, &numbered, gap);
+        materialize(context, &sql, &in_slice(EXTENDED, slice, slices)).await?;
+        forget(context, &occurrences);
+    }
+    Ok(())
+}
+
+/// The query [`extend_gapped`] keeps for one slice.
+fn gapped_extension_sql(occurrences: &str, numbered: &str, gap: u32) -> String {
     let reach = i64::from(gap) + 1;
-    let sql = if gap <= UNROLLED_GAPS {
+    if gap <= UNROLLED_GAPS {
         let branches: Vec<String> = (1..=reach)
             .map(|distance| {
                 format!(
                     "SELECT n.pos, o.pattern AS prefix, n.tool
-FROM {OCCURRENCES} o JOIN {NUMBERED} n ON n.pos = o.pos + {distance}"
+FROM {occurrences} o JOIN {numbered} n ON n.pos = o.pos + {distance}"
                 )
             })
             .collect();
@@ -823,14 +1056,11 @@ FROM {OCCURRENCES} o JOIN {NUMBERED} n ON n.pos = o.pos + {distance}"
     } else {
         format!(
             "SELECT DISTINCT n.pos, o.pattern AS prefix, n.tool
-FROM {OCCURRENCES} o JOIN {NUMBERED} n
+FROM {occurrences} o JOIN {numbered} n
   ON n.pos / {TRACE_STRIDE} = o.pos / {TRACE_STRIDE}
  AND n.pos > o.pos AND n.pos <= o.pos + {reach}"
         )
-    };
-    materialize(context, &sql, EXTENDED).await?;
-    forget(context, OCCURRENCES);
-    Ok(())
+    }
 }
 
 /// Run `sql` and keep its result as the table `name` (replacing one of that name, which `sql`
@@ -1031,21 +1261,56 @@ mod tests {
         MemTable::try_new(schema, vec![vec![batch]]).expect("a table")
     }
 
+    /// How the steps of a test's session are indexed and sliced.
+    #[derive(Clone, Copy)]
+    struct Layout {
+        indexes: fn(usize, usize) -> u32,
+        /// The scratch's slice size (`None`: the engine's).
+        slice_steps: Option<u64>,
+    }
+
+    impl Layout {
+        fn whole(indexes: fn(usize, usize) -> u32) -> Self {
+            Self {
+                indexes,
+                slice_steps: None,
+            }
+        }
+    }
+
+    /// Every way the level tests lay the steps out: indexed spaced, dense and with one trace
+    /// skipping; in one piece, a slice per trace, and slices of about four steps.
+    fn layouts() -> Vec<Layout> {
+        let mut all = Vec::new();
+        for indexes in [spaced as fn(usize, usize) -> u32, dense, one_skipping] {
+            for slice_steps in [None, Some(1), Some(4)] {
+                all.push(Layout {
+                    indexes,
+                    slice_steps,
+                });
+            }
+        }
+        all
+    }
+
     /// A runtime, and a session (kept tables in a scratch folder of its own) whose `steps`
-    /// table holds `traces` indexed by `indexes`.
+    /// table holds `traces` laid out as `layout` says.
     fn session_over(
         traces: &[Vec<&str>],
-        indexes: fn(usize, usize) -> u32,
+        layout: Layout,
     ) -> (tokio::runtime::Runtime, SessionContext) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("a runtime");
-        let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
+        let scratch = Arc::new(match layout.slice_steps {
+            Some(steps) => Scratch::with_slice_steps(steps).expect("a scratch folder"),
+            None => Scratch::new().expect("a scratch folder"),
+        });
         let context = SessionContext::new_with_config(
             scratch.install(SessionConfig::new().with_target_partitions(2)),
         );
         context
-            .register_table(steps::TABLE, Arc::new(steps_table(traces, indexes)))
+            .register_table(steps::TABLE, Arc::new(steps_table(traces, layout.indexes)))
             .expect("registered");
         (runtime, context)
     }
@@ -1054,11 +1319,11 @@ mod tests {
     /// occurrences (the first `chosen` sampled with `cap`).
     fn counted_and_found(
         traces: &[Vec<&str>],
-        indexes: fn(usize, usize) -> u32,
+        layout: Layout,
         query: &CountingQuery,
         wanted: &Wanted<'_>,
     ) -> (Vec<CountedPattern>, Option<Located>) {
-        let (runtime, context) = session_over(traces, indexes);
+        let (runtime, context) = session_over(traces, layout);
         runtime.block_on(async {
             let mut counted = frequent_rows(&context, steps::TABLE, query)
                 .await
@@ -1081,23 +1346,29 @@ mod tests {
         })
     }
 
-    /// The rows counted in `traces`, the same whichever way their steps are indexed.
+    /// The rows counted in `traces`, the same whichever way their steps are indexed and
+    /// sliced.
     fn counted(traces: &[Vec<&str>], query: &CountingQuery) -> Vec<CountedPattern> {
         let nothing = Wanted {
             located: &[],
             chosen: 0,
             cap: None,
         };
-        let rows = counted_and_found(traces, spaced, query, &nothing).0;
-        for indexes in [dense, one_skipping] {
-            assert_eq!(counted_and_found(traces, indexes, query, &nothing).0, rows);
+        let rows = counted_and_found(traces, Layout::whole(spaced), query, &nothing).0;
+        for layout in layouts() {
+            assert_eq!(
+                counted_and_found(traces, layout, query, &nothing).0,
+                rows,
+                "slices of {:?} steps",
+                layout.slice_steps
+            );
         }
         rows
     }
 
     /// How `traces` indexed by `indexes` are numbered.
     fn numbering(traces: &[Vec<&str>], indexes: fn(usize, usize) -> u32) -> Numbering {
-        let (runtime, context) = session_over(traces, indexes);
+        let (runtime, context) = session_over(traces, Layout::whole(indexes));
         runtime.block_on(async {
             register_tool_ids(&context, steps::TABLE)
                 .await
@@ -1123,6 +1394,67 @@ mod tests {
             numbering(&traces, |t, i| if t == 2 { u32::MAX } else { i as u32 }),
             Numbering::ByRank
         );
+    }
+
+    #[test]
+    fn steps_past_the_slice_size_are_cut_into_slices_of_whole_traces() {
+        // 21 steps in 5 traces: slices of 4 steps would be 6, but there are only 5 traces.
+        let traces: Vec<Vec<&str>> = vec![
+            vec!["a", "b", "c", "a", "b", "c", "d"],
+            vec!["a", "b", "c", "d"],
+            vec!["b", "c", "d", "a"],
+            vec!["x"],
+            vec!["d", "a", "b", "c", "d"],
+        ];
+        for (slice_steps, expected_slices) in [(4, 5), (8, 3), (21, 1), (100, 1)] {
+            let layout = Layout {
+                indexes: dense,
+                slice_steps: Some(slice_steps),
+            };
+            let (runtime, context) = session_over(&traces, layout);
+            let per_slice: Vec<Vec<(i64, i64)>> = runtime.block_on(async {
+                register_tool_ids(&context, steps::TABLE)
+                    .await
+                    .expect("tool ids");
+                register_numbered(&context, steps::TABLE)
+                    .await
+                    .expect("numbered");
+                let mut per_slice = Vec::new();
+                for table in sliced(&context, NUMBERED).expect("slices") {
+                    let sql = format!(
+                        "SELECT pos / {TRACE_STRIDE} AS trace, COUNT(*) AS steps FROM {table} GROUP BY pos / {TRACE_STRIDE} ORDER BY trace"
+                    );
+                    let mut rows = Vec::new();
+                    for batch in run(&context, &sql).await.expect("per trace") {
+                        let trace = column_as(&batch, "trace", &DataType::Int64).expect("trace");
+                        let steps = column_as(&batch, "steps", &DataType::Int64).expect("steps");
+                        let (trace, steps) = (
+                            trace.as_primitive::<Int64Type>(),
+                            steps.as_primitive::<Int64Type>(),
+                        );
+                        rows.extend((0..batch.num_rows()).map(|r| (trace.value(r), steps.value(r))));
+                    }
+                    per_slice.push(rows);
+                }
+                assert_eq!(
+                    numbered_totals(&context).await.expect("totals"),
+                    (21, 5),
+                    "the union of the slices is every step"
+                );
+                release(&context);
+                per_slice
+            });
+            assert_eq!(per_slice.len(), expected_slices, "slices of {slice_steps}");
+            // Every trace whole in one slice, in order, each slice holding some.
+            let flat: Vec<(i64, i64)> = per_slice.iter().flatten().copied().collect();
+            let whole: Vec<(i64, i64)> = traces
+                .iter()
+                .enumerate()
+                .map(|(t, tools)| (t as i64, tools.len() as i64))
+                .collect();
+            assert_eq!(flat, whole, "slices of {slice_steps}: {per_slice:?}");
+            assert!(per_slice.iter().all(|s| !s.is_empty()), "{per_slice:?}");
+        }
     }
 
     #[test]
@@ -1181,9 +1513,9 @@ mod tests {
                 .collect::<BTreeMap<String, u64>>()
         };
         let query = CountingQuery::new(1, 1, 4);
-        for (cap, indexes) in [None, Some(1), Some(2), Some(3), Some(100)]
+        for (cap, layout) in [None, Some(1), Some(2), Some(3), Some(100)]
             .into_iter()
-            .flat_map(|cap| [(cap, spaced as fn(usize, usize) -> u32), (cap, dense)])
+            .flat_map(|cap| layouts().into_iter().map(move |layout| (cap, layout)))
         {
             // The last pattern is located (dated) but not chosen.
             let wanted = Wanted {
@@ -1191,7 +1523,7 @@ mod tests {
                 chosen: chosen.len() - 1,
                 cap,
             };
-            let found = counted_and_found(&traces, indexes, &query, &wanted)
+            let found = counted_and_found(&traces, layout, &query, &wanted)
                 .1
                 .expect("found");
             assert_eq!(found.chosen.len(), chosen.len() - 1);
@@ -1263,12 +1595,14 @@ mod tests {
 
     #[test]
     fn levels_count_what_brute_force_counts() {
-        // Loops, a tool repeated back to back, a one-step trace, an empty-ish tail and a
-        // pattern that straddles the end of one trace and the start of the next in storage.
+        // Loops, a tool repeated back to back, a one-step trace, a trace with no step (so a
+        // slice per trace leaves one slice empty), an empty-ish tail and a pattern that
+        // straddles the end of one trace and the start of the next in storage.
         let traces: Vec<Vec<&str>> = vec![
             vec!["a", "b", "c", "a", "b", "c", "d"],
             vec!["a", "b", "b", "b", "c"],
             vec!["x"],
+            vec![],
             vec!["c", "d", "a", "b", "c"],
             vec!["b", "c", "d", "x", "a"],
             vec!["a", "b", "c", "d"],
