@@ -187,6 +187,21 @@ fn sliced(context: &SessionContext, base: &str) -> Result<Vec<String>, String> {
     Ok((0..slices).map(|s| in_slice(base, s, slices)).collect())
 }
 
+/// Keep, in every slice, the query `sql` spells for that slice (from a function naming a table
+/// in the slice) as the table `target` in that slice.
+async fn materialize_sliced(
+    context: &SessionContext,
+    target: &str,
+    sql: impl Fn(&dyn Fn(&str) -> String) -> String,
+) -> Result<(), String> {
+    let slices = Scratch::of(context)?.slices();
+    for slice in 0..slices {
+        let name = |base: &str| in_slice(base, slice, slices);
+        materialize(context, &sql(&name), &name(target)).await?;
+    }
+    Ok(())
+}
+
 /// Forget table `base` in every slice (and `base` itself).
 fn forget_sliced(context: &SessionContext, base: &str) {
     if let Ok(names) = sliced(context, base) {
@@ -579,12 +594,9 @@ async fn walk_prefixes(context: &SessionContext, tree: &PrefixTree) -> Result<Ve
     let mut found_levels = Vec::new();
     for (depth, level) in tree.levels.iter().enumerate() {
         register_u32s(context, STEPPED, ["parent", "tool", "node"], level)?;
-        for slice in 0..slices {
-            let (numbered, trail) = (
-                in_slice(NUMBERED, slice, slices),
-                in_slice(TRAIL, slice, slices),
-            );
-            let sql = if depth == 0 {
+        materialize_sliced(context, TRAIL, |name| {
+            let (numbered, trail) = (name(NUMBERED), name(TRAIL));
+            if depth == 0 {
                 format!(
                     "SELECT o.pos, w.node FROM {STEPPED} w JOIN {numbered} o ON o.tool = w.tool"
                 )
@@ -594,9 +606,9 @@ async fn walk_prefixes(context: &SessionContext, tree: &PrefixTree) -> Result<Ve
 JOIN {numbered} n ON n.pos = o.pos + {depth}
 JOIN {STEPPED} w ON w.parent = o.node AND w.tool = n.tool"
                 )
-            };
-            materialize(context, &sql, &trail).await?;
-        }
+            }
+        })
+        .await?;
         let _ = context.deregister_table(STEPPED);
         let Some(ends) = tree.ends.get(depth).filter(|ends| !ends.is_empty()) else {
             continue;
@@ -801,25 +813,15 @@ async fn slice_numbered(context: &SessionContext, steps: u64, ordinals: u64) -> 
         return Ok(());
     }
     let text = |e: datafusion::error::DataFusionError| e.to_string();
-    let folder = scratch.fresh_folder(NUMBERED);
-    std::fs::create_dir_all(&folder)
-        .map_err(|e| format!("cannot write to {}: {e}", folder.display()))?;
-    let target = format!("{}/", folder.display());
     // One pass: each step is written under `slice=<n>/`, its slice's own folder.
-    let written = context
-        .sql(&format!(
-            "COPY (SELECT pos, tool, (pos / {TRACE_STRIDE}) * {slices} / {ordinals} AS slice FROM {NUMBERED})
-TO {} STORED AS ARROW PARTITIONED BY (slice)",
-            super::sql::string_literal(&target)
-        ))
-        .await
-        .map_err(text)?
-        .collect()
-        .await;
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&folder);
-        return Err(e.to_string());
-    }
+    let folder = copy_to_scratch(
+        context,
+        &scratch,
+        NUMBERED,
+        &format!("SELECT pos, tool, (pos / {TRACE_STRIDE}) * {slices} / {ordinals} AS slice FROM {NUMBERED}"),
+        "PARTITIONED BY (slice)",
+    )
+    .await?;
     let schema = Arc::new(
         context
             .table(NUMBERED)
@@ -974,44 +976,38 @@ async fn keep_occurrences(
     .map_err(|e| e.to_string())?;
     let _ = context.deregister_table(FREQUENT);
     register(context, FREQUENT, schema, vec![vec![batch]])?;
-    let slices = Scratch::of(context)?.slices();
-    for slice in 0..slices {
-        let (numbered, extended) = (
-            in_slice(NUMBERED, slice, slices),
-            in_slice(EXTENDED, slice, slices),
-        );
-        let sql = if length == 1 {
+    materialize_sliced(context, OCCURRENCES, |name| {
+        if length == 1 {
             format!(
-                "SELECT o.pos, f.pattern FROM {FREQUENT} f JOIN {numbered} o ON o.tool = f.tool"
+                "SELECT o.pos, f.pattern FROM {FREQUENT} f JOIN {} o ON o.tool = f.tool",
+                name(NUMBERED)
             )
         } else {
             format!(
                 "SELECT o.pos, f.pattern FROM {FREQUENT} f
-JOIN {extended} o ON o.prefix = f.prefix AND o.tool = f.tool"
+JOIN {} o ON o.prefix = f.prefix AND o.tool = f.tool",
+                name(EXTENDED)
             )
-        };
-        materialize(context, &sql, &in_slice(OCCURRENCES, slice, slices)).await?;
-        forget(context, &extended);
-    }
+        }
+    })
+    .await?;
+    forget_sliced(context, EXTENDED);
     Ok(())
 }
 
 /// Replace `extended (pos, prefix, tool)` with each kept occurrence of `length` tools and the
 /// tool of the step after it, where its trace has one.
 async fn extend_occurrences(context: &SessionContext, length: usize) -> Result<(), String> {
-    let slices = Scratch::of(context)?.slices();
-    for slice in 0..slices {
-        let (occurrences, numbered) = (
-            in_slice(OCCURRENCES, slice, slices),
-            in_slice(NUMBERED, slice, slices),
-        );
-        let sql = format!(
+    materialize_sliced(context, EXTENDED, |name| {
+        format!(
             "SELECT o.pos, o.pattern AS prefix, n.tool
-FROM {occurrences} o JOIN {numbered} n ON n.pos = o.pos + {length}"
-        );
-        materialize(context, &sql, &in_slice(EXTENDED, slice, slices)).await?;
-        forget(context, &occurrences);
-    }
+FROM {} o JOIN {} n ON n.pos = o.pos + {length}",
+            name(OCCURRENCES),
+            name(NUMBERED)
+        )
+    })
+    .await?;
+    forget_sliced(context, OCCURRENCES);
     Ok(())
 }
 
@@ -1024,16 +1020,11 @@ const UNROLLED_GAPS: u32 = 15;
 /// other steps after such an end, as a new end of the pattern extended by its tool; each end
 /// once, however many ways reach it, so a level holds at most one row per step and pattern.
 async fn extend_gapped(context: &SessionContext, gap: u32) -> Result<(), String> {
-    let slices = Scratch::of(context)?.slices();
-    for slice in 0..slices {
-        let (occurrences, numbered) = (
-            in_slice(OCCURRENCES, slice, slices),
-            in_slice(NUMBERED, slice, slices),
-        );
-        let sql = gapped_extension_sql(&occurrences, &numbered, gap);
-        materialize(context, &sql, &in_slice(EXTENDED, slice, slices)).await?;
-        forget(context, &occurrences);
-    }
+    materialize_sliced(context, EXTENDED, |name| {
+        gapped_extension_sql(&name(OCCURRENCES), &name(NUMBERED), gap)
+    })
+    .await?;
+    forget_sliced(context, OCCURRENCES);
     Ok(())
 }
 
@@ -1069,26 +1060,10 @@ FROM {occurrences} o JOIN {numbered} n
 async fn materialize(context: &SessionContext, sql: &str, name: &str) -> Result<(), String> {
     let text = |e: datafusion::error::DataFusionError| e.to_string();
     let scratch = Scratch::of(context)?;
-    let folder = scratch.fresh_folder(name);
-    std::fs::create_dir_all(&folder)
-        .map_err(|e| format!("cannot write to {}: {e}", folder.display()))?;
     let frame = context.sql(sql).await.map_err(text)?;
     let schema = frame.schema().as_arrow().clone();
-    // A trailing separator makes it a folder of files, one per writer, rather than one file.
+    let folder = copy_to_scratch(context, &scratch, name, sql, "").await?;
     let target = format!("{}/", folder.display());
-    let written = context
-        .sql(&format!(
-            "COPY ({sql}) TO {} STORED AS ARROW",
-            super::sql::string_literal(&target)
-        ))
-        .await
-        .map_err(text)?
-        .collect()
-        .await;
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&folder);
-        return Err(e.to_string());
-    }
     forget(context, name);
     let options = ArrowReadOptions {
         schema: Some(&schema),
@@ -1100,6 +1075,38 @@ async fn materialize(context: &SessionContext, sql: &str, name: &str) -> Result<
         .register_arrow(name, &target, options)
         .await
         .map_err(text)
+}
+
+/// Write the result of `sql` as Arrow IPC files into a fresh folder of `scratch` for table
+/// `name` (with `clause` after `STORED AS ARROW`, e.g. a partitioning), and return the folder;
+/// on an error nothing is left.
+async fn copy_to_scratch(
+    context: &SessionContext,
+    scratch: &Scratch,
+    name: &str,
+    sql: &str,
+    clause: &str,
+) -> Result<PathBuf, String> {
+    let folder = scratch.fresh_folder(name);
+    std::fs::create_dir_all(&folder)
+        .map_err(|e| format!("cannot write to {}: {e}", folder.display()))?;
+    // A trailing separator makes it a folder of files, one per writer, rather than one file.
+    let target = format!("{}/", folder.display());
+    let written = match context
+        .sql(&format!(
+            "COPY ({sql}) TO {} STORED AS ARROW {clause}",
+            super::sql::string_literal(&target)
+        ))
+        .await
+    {
+        Ok(frame) => frame.collect().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&folder);
+        return Err(e.to_string());
+    }
+    Ok(folder)
 }
 
 fn register(
