@@ -99,20 +99,7 @@ impl Runner {
                 memory_budget,
             } => {
                 let scratch = Arc::new(extend::Scratch::new()?);
-                // No per-file statistics: the plans prune nothing by them, and collecting them
-                // reads every part's footer whenever a query over the steps is planned.
-                let mut config = scratch.install(
-                    SessionConfig::new()
-                        .with_target_partitions((*threads).max(1))
-                        .with_collect_statistics(false),
-                );
-                // A join whose build side is a table of this process (the mined traces' ids,
-                // the tool numbers, a level's patterns) is built once and probed by every
-                // partition of the steps as they stream, instead of both sides being hashed
-                // into partitions first: the steps are never held, only the table.
-                let options = &mut config.options_mut().optimizer;
-                options.hash_join_single_partition_threshold = usize::MAX;
-                options.hash_join_single_partition_threshold_rows = usize::MAX;
+                let config = scratch.install(embedded_config(*threads));
                 let Some(budget) = memory_budget else {
                     return Ok(SessionContext::new_with_config(config));
                 };
@@ -142,6 +129,23 @@ impl Runner {
             }
         }
     }
+}
+
+/// The embedded engine's session settings, on `threads` threads.
+pub(super) fn embedded_config(threads: usize) -> SessionConfig {
+    // No per-file statistics: the plans prune nothing by them, and collecting them reads every
+    // part's footer whenever a query over the steps is planned.
+    let mut config = SessionConfig::new()
+        .with_target_partitions(threads.max(1))
+        .with_collect_statistics(false);
+    // A join whose build side is a table of this process (the mined traces' ids, the tool
+    // numbers, a level's patterns) is built once and probed by every partition of the steps as
+    // they stream, instead of both sides being hashed into partitions first: the steps are
+    // never held, only the table.
+    let options = &mut config.options_mut().optimizer;
+    options.hash_join_single_partition_threshold = usize::MAX;
+    options.hash_join_single_partition_threshold_rows = usize::MAX;
+    config
 }
 
 /// Half the machine's memory (Linux: `MemTotal` in `/proc/meminfo`), the embedded engine's

@@ -590,7 +590,6 @@ impl PrefixTree {
 /// Walk the numbered steps along `tree`, depth by depth, and keep, per depth where patterns
 /// end, their start positions as a table `(pos, pattern)`; returns those tables' names.
 async fn walk_prefixes(context: &SessionContext, tree: &PrefixTree) -> Result<Vec<String>, String> {
-    let slices = Scratch::of(context)?.slices();
     let mut found_levels = Vec::new();
     for (depth, level) in tree.levels.iter().enumerate() {
         register_u32s(context, STEPPED, ["parent", "tool", "node"], level)?;
@@ -616,19 +615,15 @@ JOIN {STEPPED} w ON w.parent = o.node AND w.tool = n.tool"
         let ends_table = format!("{FOUND}_{depth}_ends");
         let pairs: Vec<(u32, u32, u32)> = ends.iter().map(|&(n, p)| (n, p, 0)).collect();
         register_u32s(context, &ends_table, ["node", "pattern", "unused"], &pairs)?;
-        for slice in 0..slices {
-            let ended = in_slice(&format!("{FOUND}_{depth}"), slice, slices);
-            let trail = in_slice(TRAIL, slice, slices);
-            materialize(
-                context,
-                &format!(
-                    "SELECT t.pos, e.pattern FROM {ends_table} e JOIN {trail} t ON t.node = e.node"
-                ),
-                &ended,
+        let ended = format!("{FOUND}_{depth}");
+        materialize_sliced(context, &ended, |name| {
+            format!(
+                "SELECT t.pos, e.pattern FROM {ends_table} e JOIN {} t ON t.node = e.node",
+                name(TRAIL)
             )
-            .await?;
-            found_levels.push(ended);
-        }
+        })
+        .await?;
+        found_levels.extend(sliced(context, &ended)?);
         let _ = context.deregister_table(ends_table.as_str());
     }
     Ok(found_levels)
@@ -1314,7 +1309,7 @@ mod tests {
             None => Scratch::new().expect("a scratch folder"),
         });
         let context = SessionContext::new_with_config(
-            scratch.install(SessionConfig::new().with_target_partitions(2)),
+            scratch.install(crate::engine::datafusion::embedded_config(2)),
         );
         context
             .register_table(steps::TABLE, Arc::new(steps_table(traces, layout.indexes)))
@@ -1361,8 +1356,10 @@ mod tests {
             chosen: 0,
             cap: None,
         };
-        let rows = counted_and_found(traces, Layout::whole(spaced), query, &nothing).0;
-        for layout in layouts() {
+        let mut layouts = layouts().into_iter();
+        let first = layouts.next().expect("a layout");
+        let rows = counted_and_found(traces, first, query, &nothing).0;
+        for layout in layouts {
             assert_eq!(
                 counted_and_found(traces, layout, query, &nothing).0,
                 rows,
@@ -1568,7 +1565,7 @@ mod tests {
         let scratch = Arc::new(Scratch::new().expect("a scratch folder"));
         let (during, after_release) = runtime.block_on(async {
             let context = SessionContext::new_with_config(
-                scratch.install(SessionConfig::new().with_target_partitions(2)),
+                scratch.install(crate::engine::datafusion::embedded_config(2)),
             );
             context
                 .register_table(steps::TABLE, Arc::new(steps_table(&traces, spaced)))
