@@ -491,7 +491,7 @@ impl Plans<'_> {
         }
         // In this process the levels extend occurrences kept in the session, by integer joins.
         register_mined_steps(&context, all_steps, self.traces.mined).await?;
-        let counted = extend::frequent_rows(&context, steps::TABLE, self.query).await?;
+        let counted = extend::frequent_rows(&context, steps::TABLE, all_steps, self.query).await?;
         let first_seen = extend::first_seen(&context, &counted.tool_names).await?;
         let rank = |name: &str| first_seen.get(name).copied().unwrap_or(u64::MAX);
         let mut patterns = super::ranked_summaries(

@@ -240,13 +240,16 @@ pub(super) struct Counted {
 
 /// The frequent patterns of every length from `min_length` to `max_length + 1` among the steps
 /// of `relation` (columns `trace_id`, `step_index`, `tool_name` and the trace's ordinal), as
-/// [`CountingQuery::frequent_sql`] defines them.
+/// [`CountingQuery::frequent_sql`] defines them. The tools are numbered from `tools_of`, any
+/// relation whose `tool_name`s include those of `relation`: the store's steps before the mined
+/// traces are picked from them, so that pass reads one column and joins nothing.
 pub(super) async fn frequent_rows(
     context: &SessionContext,
     relation: &str,
+    tools_of: &str,
     query: &CountingQuery,
 ) -> Result<Counted, String> {
-    let tool_names = register_tool_ids(context, relation).await?;
+    let tool_names = register_tool_ids(context, tools_of).await?;
     if tool_names.is_empty() {
         return Ok(Counted {
             rows: Vec::new(),
@@ -502,18 +505,33 @@ GROUP BY t.pattern, d.day"
 /// Register `trace_days (trace ordinal, day)`: the UTC day of each trace's first timed step
 /// (by step index), as the in-process miner dates traces; traces without one are left out.
 /// One pass over the steps, one group per trace.
+///
+/// The group keeps the least of one integer per timed step, its index above its day (days
+/// since 1970, made positive), so the least is the first step's day. An integer minimum
+/// is a plain grouped aggregate; `first_value(.. ORDER BY ..)` kept an ordering per group,
+/// which at 100M steps cost more time and memory than any other pass but the lengths.
 pub(super) async fn register_trace_days(
     context: &SessionContext,
     relation: &str,
 ) -> Result<(), String> {
     let sql = format!(
-        "SELECT {ORDINAL}, to_char(CAST(first_value({started} ORDER BY {index}) AS DATE), '%Y-%m-%d') AS day
-FROM {relation} WHERE {started} IS NOT NULL GROUP BY {ORDINAL}",
+        "SELECT {ORDINAL}, to_char(CAST(CAST(first % {DAY_SPAN} - {DAY_OFFSET} AS INT) AS DATE), '%Y-%m-%d') AS day
+FROM (
+  SELECT {ORDINAL}, MIN(CAST({index} AS BIGINT) * {DAY_SPAN}
+    + CAST(CAST(CAST({started} AS DATE) AS INT) AS BIGINT) + {DAY_OFFSET}) AS first
+  FROM {relation} WHERE {started} IS NOT NULL GROUP BY {ORDINAL}
+) firsts",
         index = steps::STEP_INDEX,
         started = steps::STARTED_AT,
     );
     materialize(context, &sql, TRACE_DAYS).await
 }
+
+/// Room for a day in [`register_trace_days`]'s packed integer: nanosecond timestamps span
+/// about 107,000 days each side of 1970, shifted by [`DAY_OFFSET`] to be positive. A step
+/// index (below 2^32) times the span stays below 2^56.
+const DAY_SPAN: i64 = 1 << 24;
+const DAY_OFFSET: i64 = 1 << 23;
 
 /// Add the rows of one result batch (`pattern`, `day`, `traces`) to `by_day`.
 fn read_days(batch: &RecordBatch, by_day: &mut [BTreeMap<String, u64>]) -> Result<(), String> {
@@ -1180,13 +1198,17 @@ mod tests {
     }
 
     /// Start of step `i` of trace `t`: trace `t` on day `t % 3` from 2026-11-01 (UTC), but
-    /// trace 2 untimed and the first step of trace 3 untimed (its second dates it, a day later).
+    /// trace 2 untimed and the first step of trace 3 untimed (its second dates it, a day later);
+    /// trace 4 runs back in time a day a step from 2026-11-10, so its first step is its latest;
+    /// trace 5 starts on the last day before 1970.
     fn started(t: usize, i: usize) -> Option<i64> {
         const DAY: i64 = 86_400 * 1_000_000_000;
         const NOV_1: i64 = 1_793_491_200 * 1_000_000_000;
         match (t, i) {
             (2, _) | (3, 0) => None,
             (3, _) => Some(NOV_1 + 4 * DAY + i as i64),
+            (4, _) => Some(NOV_1 + (9 - i as i64) * DAY),
+            (5, _) => Some(-DAY + 3_600_000_000_000 * i as i64),
             _ => Some(NOV_1 + (t % 3) as i64 * DAY + 3_600_000_000_000 * i as i64),
         }
     }
@@ -1295,8 +1317,13 @@ mod tests {
         all
     }
 
+    /// The tools of the steps and of held-out traces; see [`session_over`].
+    const STORE_TOOLS: &str = "store_tools";
+
     /// A runtime, and a session (kept tables in a scratch folder of its own) whose `steps`
-    /// table holds `traces` laid out as `layout` says.
+    /// table holds `traces` laid out as `layout` says, and whose `store_tools` holds their
+    /// tools and two more, as a store's steps do with tools only held-out traces call: one
+    /// sorts before every other, so every tool's number moves.
     fn session_over(
         traces: &[Vec<&str>],
         layout: Layout,
@@ -1314,6 +1341,16 @@ mod tests {
         context
             .register_table(steps::TABLE, Arc::new(steps_table(traces, layout.indexes)))
             .expect("registered");
+        let tools = runtime
+            .block_on(context.sql(&format!(
+                "SELECT {tool} FROM {table} UNION ALL SELECT column1 AS {tool} FROM (VALUES ('0-held-out'), ('zz-held-out'))",
+                tool = steps::TOOL_NAME,
+                table = steps::TABLE,
+            )))
+            .expect("a view");
+        context
+            .register_table(STORE_TOOLS, tools.into_view())
+            .expect("registered");
         (runtime, context)
     }
 
@@ -1327,7 +1364,7 @@ mod tests {
     ) -> (Vec<CountedPattern>, Option<Located>) {
         let (runtime, context) = session_over(traces, layout);
         runtime.block_on(async {
-            let mut counted = frequent_rows(&context, steps::TABLE, query)
+            let mut counted = frequent_rows(&context, steps::TABLE, STORE_TOOLS, query)
                 .await
                 .expect("counted");
             let found = if wanted.located.is_empty() {
@@ -1507,6 +1544,8 @@ mod tests {
                 let day = match t {
                     2 => continue,
                     3 => "2026-11-05".to_string(),
+                    4 => "2026-11-10".to_string(),
+                    5 => "1969-12-31".to_string(),
                     t => format!("2026-11-0{}", 1 + t % 3),
                 };
                 by_day.entry(day).or_default().insert(t);
@@ -1570,7 +1609,7 @@ mod tests {
             context
                 .register_table(steps::TABLE, Arc::new(steps_table(&traces, spaced)))
                 .expect("registered");
-            let mut rows = frequent_rows(&context, steps::TABLE, &query)
+            let mut rows = frequent_rows(&context, steps::TABLE, steps::TABLE, &query)
                 .await
                 .expect("counted")
                 .rows;

@@ -580,6 +580,15 @@ pub mod suite {
         assert_eq!(page.traces[1].trace.trace_id, "a-second");
         assert_eq!(page.traces[1].duration_ms, Some(9000.0));
         assert_eq!(page.traces[1].step_count, 4);
+        // The trace list names the upserted trace once, in its first place, as the listing.
+        let ids = store.trace_ids().unwrap();
+        let listed: Vec<String> = page
+            .traces
+            .iter()
+            .map(|t| t.trace.trace_id.clone())
+            .collect();
+        assert_eq!(ids, listed);
+        assert_eq!((ids.len(), ids[1].as_str()), (4, "a-second"));
     }
 
     pub fn documents(open: Opener) {
