@@ -241,8 +241,8 @@ pub(super) struct Counted {
 /// The frequent patterns of every length from `min_length` to `max_length + 1` among the steps
 /// of `relation` (columns `trace_id`, `step_index`, `tool_name` and the trace's ordinal), as
 /// [`CountingQuery::frequent_sql`] defines them. The tools are numbered from `tools_of`, any
-/// relation whose `tool_name`s include those of `relation`: the store's steps before the mined
-/// traces are picked from them, so that pass reads one column and joins nothing.
+/// relation whose `tool_name`s include those of `relation`; mining passes all the store's
+/// steps, so that pass reads one column and joins nothing.
 pub(super) async fn frequent_rows(
     context: &SessionContext,
     relation: &str,
