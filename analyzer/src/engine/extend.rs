@@ -188,16 +188,22 @@ fn sliced(context: &SessionContext, base: &str) -> Result<Vec<String>, String> {
 }
 
 /// Keep, in every slice, the query `sql` spells for that slice (from a function naming a table
-/// in the slice) as the table `target` in that slice.
+/// in the slice) as the table `target` in that slice. `consumed`, a table the query reads and
+/// nothing needs after it, is forgotten in each slice as soon as that slice is written, so the
+/// scratch folder holds one slice of it and of `target` at once, not a whole level of each.
 async fn materialize_sliced(
     context: &SessionContext,
     target: &str,
+    consumed: Option<&str>,
     sql: impl Fn(&dyn Fn(&str) -> String) -> String,
 ) -> Result<(), String> {
     let slices = Scratch::of(context)?.slices();
     for slice in 0..slices {
         let name = |base: &str| in_slice(base, slice, slices);
         materialize(context, &sql(&name), &name(target)).await?;
+        if let Some(consumed) = consumed {
+            forget(context, &name(consumed));
+        }
     }
     Ok(())
 }
@@ -611,7 +617,7 @@ async fn walk_prefixes(context: &SessionContext, tree: &PrefixTree) -> Result<Ve
     let mut found_levels = Vec::new();
     for (depth, level) in tree.levels.iter().enumerate() {
         register_u32s(context, STEPPED, ["parent", "tool", "node"], level)?;
-        materialize_sliced(context, TRAIL, |name| {
+        materialize_sliced(context, TRAIL, None, |name| {
             let (numbered, trail) = (name(NUMBERED), name(TRAIL));
             if depth == 0 {
                 format!(
@@ -634,7 +640,7 @@ JOIN {STEPPED} w ON w.parent = o.node AND w.tool = n.tool"
         let pairs: Vec<(u32, u32, u32)> = ends.iter().map(|&(n, p)| (n, p, 0)).collect();
         register_u32s(context, &ends_table, ["node", "pattern", "unused"], &pairs)?;
         let ended = format!("{FOUND}_{depth}");
-        materialize_sliced(context, &ended, |name| {
+        materialize_sliced(context, &ended, None, |name| {
             format!(
                 "SELECT t.pos, e.pattern FROM {ends_table} e JOIN {} t ON t.node = e.node",
                 name(TRAIL)
@@ -989,7 +995,9 @@ async fn keep_occurrences(
     .map_err(|e| e.to_string())?;
     let _ = context.deregister_table(FREQUENT);
     register(context, FREQUENT, schema, vec![vec![batch]])?;
-    materialize_sliced(context, OCCURRENCES, |name| {
+    // Past length 1 the extensions are read, once.
+    let consumed = (length > 1).then_some(EXTENDED);
+    materialize_sliced(context, OCCURRENCES, consumed, |name| {
         if length == 1 {
             format!(
                 "SELECT o.pos, f.pattern FROM {FREQUENT} f JOIN {} o ON o.tool = f.tool",
@@ -1003,15 +1011,13 @@ JOIN {} o ON o.prefix = f.prefix AND o.tool = f.tool",
             )
         }
     })
-    .await?;
-    forget_sliced(context, EXTENDED);
-    Ok(())
+    .await
 }
 
 /// Replace `extended (pos, prefix, tool)` with each kept occurrence of `length` tools and the
 /// tool of the step after it, where its trace has one.
 async fn extend_occurrences(context: &SessionContext, length: usize) -> Result<(), String> {
-    materialize_sliced(context, EXTENDED, |name| {
+    materialize_sliced(context, EXTENDED, Some(OCCURRENCES), |name| {
         format!(
             "SELECT o.pos, o.pattern AS prefix, n.tool
 FROM {} o JOIN {} n ON n.pos = o.pos + {length}",
@@ -1019,9 +1025,7 @@ FROM {} o JOIN {} n ON n.pos = o.pos + {length}",
             name(NUMBERED)
         )
     })
-    .await?;
-    forget_sliced(context, OCCURRENCES);
-    Ok(())
+    .await
 }
 
 /// Gaps up to this many steps are joined position by position (one equi-join per distance);
@@ -1033,12 +1037,10 @@ const UNROLLED_GAPS: u32 = 15;
 /// other steps after such an end, as a new end of the pattern extended by its tool; each end
 /// once, however many ways reach it, so a level holds at most one row per step and pattern.
 async fn extend_gapped(context: &SessionContext, gap: u32) -> Result<(), String> {
-    materialize_sliced(context, EXTENDED, |name| {
+    materialize_sliced(context, EXTENDED, Some(OCCURRENCES), |name| {
         gapped_extension_sql(&name(OCCURRENCES), &name(NUMBERED), gap)
     })
-    .await?;
-    forget_sliced(context, OCCURRENCES);
-    Ok(())
+    .await
 }
 
 /// The query [`extend_gapped`] keeps for one slice.
@@ -1434,6 +1436,80 @@ mod tests {
         assert_eq!(
             numbering(&traces, |t, i| if t == 2 { u32::MAX } else { i as u32 }),
             Numbering::ByRank
+        );
+    }
+
+    #[test]
+    fn a_consumed_table_leaves_the_scratch_folder_slice_by_slice() {
+        let traces: Vec<Vec<&str>> = vec![vec!["a", "b"], vec!["b", "c"], vec!["c", "a"]];
+        let layout = Layout {
+            indexes: dense,
+            slice_steps: Some(2),
+        };
+        let (runtime, context) = session_over(&traces, layout);
+        let scratch = Scratch::of(&context).expect("a scratch folder");
+        // The folders of `copy` left when each slice of `again` is planned.
+        let seen: Mutex<Vec<Vec<String>>> = Mutex::new(Vec::new());
+        runtime.block_on(async {
+            register_tool_ids(&context, steps::TABLE)
+                .await
+                .expect("tool ids");
+            register_numbered(&context, steps::TABLE)
+                .await
+                .expect("numbered");
+            assert_eq!(scratch.slices(), 3);
+            materialize_sliced(&context, "copy", None, |name| {
+                format!("SELECT pos, tool FROM {}", name(NUMBERED))
+            })
+            .await
+            .expect("copied");
+            materialize_sliced(&context, "again", Some("copy"), |name| {
+                let left = scratch
+                    .listing()
+                    .into_keys()
+                    .filter(|folder| folder.starts_with("copy_"))
+                    .collect();
+                seen.lock().expect("seen").push(left);
+                format!("SELECT pos, tool FROM {}", name("copy"))
+            })
+            .await
+            .expect("copied again");
+            let totals = run(
+                &context,
+                "SELECT COUNT(*) AS n FROM again_0 UNION ALL SELECT COUNT(*) FROM again_1 UNION ALL SELECT COUNT(*) FROM again_2",
+            )
+            .await
+            .expect("counted");
+            let rows: u64 = totals
+                .iter()
+                .map(|b| {
+                    let n = column_as(b, "n", &DataType::Int64).expect("n");
+                    n.as_primitive::<Int64Type>().iter().flatten().sum::<i64>() as u64
+                })
+                .sum();
+            assert_eq!(rows, 6, "every step copied twice over");
+        });
+        let seen = seen.into_inner().expect("seen");
+        let slices_left: Vec<Vec<char>> = seen
+            .iter()
+            .map(|folders| {
+                folders
+                    .iter()
+                    .filter_map(|f| f.strip_prefix("copy_")?.chars().next())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(
+            slices_left,
+            vec![vec!['0', '1', '2'], vec!['1', '2'], vec!['2']],
+            "{seen:?}"
+        );
+        assert!(
+            !scratch
+                .listing()
+                .keys()
+                .any(|folder| folder.starts_with("copy_")),
+            "every slice of the consumed table is gone"
         );
     }
 
