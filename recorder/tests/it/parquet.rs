@@ -516,3 +516,37 @@ fn a_writer_sees_appends_of_another_handle() {
     assert_eq!(got.trace.agent.as_deref(), Some("a"));
     assert_eq!(got.steps, [step(0), step(1), step(2)]);
 }
+
+#[test]
+fn a_read_over_damaged_parts_names_the_first_of_them_in_storage_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut store = ParquetStore::open(&root).unwrap();
+    // One trace with a step in each of eight appends: eight steps parts it spans, read by
+    // as many workers as the machine has cores.
+    for round in 0..8u32 {
+        let trace = ObservedTrace::new("long", "rounds");
+        let step = ObservedStep::new("long", round, "tool", json!({"round": round}));
+        store.append(&[trace], &[step]).unwrap();
+    }
+    let read = ParquetStore::open(&root).unwrap();
+    let whole = read.get_traces(&["long"]).unwrap();
+    let indices: Vec<u32> = whole[0].steps.iter().map(|s| s.step_index).collect();
+    assert_eq!(indices, (0..8).collect::<Vec<u32>>());
+    let mut parts: Vec<String> = files_below(&root)
+        .into_iter()
+        .filter(|f| f.starts_with("steps/") && f.ends_with(".parquet"))
+        .collect();
+    // Part names carry the append's sequence number, zero-padded: by name is by append.
+    parts.sort();
+    assert_eq!(parts.len(), 8, "{parts:?}");
+    for damaged in [&parts[2], &parts[6]] {
+        std::fs::write(root.join(damaged), b"not a parquet file").unwrap();
+    }
+    for _ in 0..5 {
+        let error = read.get_traces(&["long"]).unwrap_err().to_string();
+        let name = |part: &str| part.rsplit('/').next().unwrap().to_owned();
+        assert!(error.contains(&name(&parts[2])), "{error}");
+        assert!(!error.contains(&name(&parts[6])), "{error}");
+    }
+}

@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 
 use arrow::array::{Array, BooleanArray, RecordBatch, UInt64Array};
 use arrow::error::ArrowError;
@@ -104,6 +105,61 @@ impl ParquetStore {
         Ok(())
     }
 
+    /// [`ParquetStore::scan`] of each of `parts`, the parts shared out among the machine's
+    /// cores (a part at a time to whichever is free): what `each` gathered from each part's
+    /// batches, in the order of `parts`, so a caller folds them as a scan in that order would.
+    /// Reading a sample spread over the whole store decompresses nearly every part, and the
+    /// parts are independent. The first failing part in that order gives the error.
+    pub(super) fn scan_parts<T: Send>(
+        &self,
+        parts: &[&PartInfo],
+        projection: Option<&[&str]>,
+        only_traces: Option<Arc<HashSet<u64>>>,
+        each: &(dyn Fn(&Columns<'_>, &mut Vec<T>) -> Result<()> + Sync),
+    ) -> Result<Vec<Vec<T>>> {
+        let scan_one = |part: &PartInfo| -> Result<Vec<T>> {
+            let mut gathered = Vec::new();
+            self.scan(part, projection, only_traces.clone(), &mut |columns| {
+                each(columns, &mut gathered)
+            })?;
+            Ok(gathered)
+        };
+        let threads = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .min(parts.len());
+        if threads <= 1 {
+            return parts.iter().map(|part| scan_one(part)).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let mut done: Vec<(usize, Result<Vec<T>>)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut done = Vec::new();
+                        loop {
+                            let at = next.fetch_add(1, AtomicOrdering::Relaxed);
+                            let Some(part) = parts.get(at) else {
+                                break;
+                            };
+                            done.push((at, scan_one(part)));
+                        }
+                        done
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|worker| match worker.join() {
+                    Ok(done) => done,
+                    // A worker that panicked: the panic goes on in this thread.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                })
+                .collect()
+        });
+        done.sort_unstable_by_key(|(at, _)| *at);
+        done.into_iter().map(|(_, gathered)| gathered).collect()
+    }
+
     /// Every trace in its latest state, in storage order. Of the rows of one trace, the one
     /// written last (highest write sequence) wins.
     pub(super) fn load_traces(&self, commits: &[Arc<Commit>]) -> Result<Vec<StoredTrace>> {
@@ -115,32 +171,32 @@ impl ParquetStore {
     pub(super) fn load_traces_where(
         &self,
         commits: &[Arc<Commit>],
-        keep: &dyn Fn(&str) -> bool,
+        keep: &(dyn Fn(&str) -> bool + Sync),
     ) -> Result<Vec<StoredTrace>> {
+        let parts: Vec<&PartInfo> = commits.iter().flat_map(|c| &c.trace_parts).collect();
+        let gathered = self.scan_parts(&parts, None, None, &|columns, rows| {
+            rows.extend(columns.traces_where(keep)?);
+            Ok(())
+        })?;
         let mut latest: HashMap<String, (u64, StoredTrace)> = HashMap::new();
-        for commit in commits {
-            for part in &commit.trace_parts {
-                self.scan(part, None, None, &mut |columns| {
-                    for (trace_seq, write_seq, trace) in columns.traces_where(keep)? {
-                        let newer = latest
-                            .get(&trace.trace_id)
-                            .is_none_or(|(seen, _)| write_seq >= *seen);
-                        if newer {
-                            latest.insert(
-                                trace.trace_id.clone(),
-                                (
-                                    write_seq,
-                                    StoredTrace {
-                                        trace_seq,
-                                        partition: part.partition.clone(),
-                                        trace,
-                                    },
-                                ),
-                            );
-                        }
-                    }
-                    Ok(())
-                })?;
+        for (part, rows) in parts.iter().zip(gathered) {
+            for (trace_seq, write_seq, trace) in rows {
+                let newer = latest
+                    .get(&trace.trace_id)
+                    .is_none_or(|(seen, _)| write_seq >= *seen);
+                if newer {
+                    latest.insert(
+                        trace.trace_id.clone(),
+                        (
+                            write_seq,
+                            StoredTrace {
+                                trace_seq,
+                                partition: part.partition.clone(),
+                                trace,
+                            },
+                        ),
+                    );
+                }
             }
         }
         let mut traces: Vec<StoredTrace> = latest.into_values().map(|(_, t)| t).collect();

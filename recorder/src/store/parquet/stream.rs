@@ -248,21 +248,22 @@ impl ParquetStore {
         let mut seqs: Vec<u64> = found.keys().copied().collect();
         seqs.sort_unstable();
         let seq_set: Arc<HashSet<u64>> = Arc::new(seqs.iter().copied().collect());
-        for commit in &commits {
-            for part in &commit.step_parts {
+        let parts: Vec<&PartInfo> = commits
+            .iter()
+            .flat_map(|c| &c.step_parts)
+            .filter(|part| {
                 let first = seqs.partition_point(|&s| s < part.min_trace_seq);
                 let overlaps = seqs.get(first).is_some_and(|&s| s <= part.max_trace_seq);
-                if !overlaps || !partitions.contains(&part.partition) {
-                    continue;
-                }
-                self.scan(part, None, Some(Arc::clone(&seq_set)), &mut |columns| {
-                    for (seq, step) in columns.steps()? {
-                        if let Some((_, trace)) = found.get_mut(&seq) {
-                            trace.steps.push(step);
-                        }
-                    }
-                    Ok(())
-                })?;
+                overlaps && partitions.contains(&part.partition)
+            })
+            .collect();
+        let gathered = self.scan_parts(&parts, None, Some(seq_set), &|columns, steps| {
+            steps.extend(columns.steps()?);
+            Ok(())
+        })?;
+        for (seq, step) in gathered.into_iter().flatten() {
+            if let Some((_, trace)) = found.get_mut(&seq) {
+                trace.steps.push(step);
             }
         }
         let mut by_id: HashMap<String, TraceWithSteps> = found
