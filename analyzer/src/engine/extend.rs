@@ -1409,16 +1409,21 @@ mod tests {
         rows
     }
 
+    /// The tools numbered and the steps of the session's store registered as numbered steps.
+    async fn number_steps(context: &SessionContext) -> Numbering {
+        register_tool_ids(context, steps::TABLE)
+            .await
+            .expect("tool ids");
+        register_numbered(context, steps::TABLE)
+            .await
+            .expect("numbered")
+    }
+
     /// How `traces` indexed by `indexes` are numbered.
     fn numbering(traces: &[Vec<&str>], indexes: fn(usize, usize) -> u32) -> Numbering {
         let (runtime, context) = session_over(traces, Layout::whole(indexes));
         runtime.block_on(async {
-            register_tool_ids(&context, steps::TABLE)
-                .await
-                .expect("tool ids");
-            let numbering = register_numbered(&context, steps::TABLE)
-                .await
-                .expect("numbered");
+            let numbering = number_steps(&context).await;
             release(&context);
             numbering
         })
@@ -1451,12 +1456,7 @@ mod tests {
         // The folders of `copy` left when each slice of `again` is planned.
         let seen: Mutex<Vec<Vec<String>>> = Mutex::new(Vec::new());
         runtime.block_on(async {
-            register_tool_ids(&context, steps::TABLE)
-                .await
-                .expect("tool ids");
-            register_numbered(&context, steps::TABLE)
-                .await
-                .expect("numbered");
+            number_steps(&context).await;
             assert_eq!(scratch.slices(), 3);
             materialize_sliced(&context, "copy", None, |name| {
                 format!("SELECT pos, tool FROM {}", name(NUMBERED))
@@ -1530,12 +1530,7 @@ mod tests {
             };
             let (runtime, context) = session_over(&traces, layout);
             let per_slice: Vec<Vec<(i64, i64)>> = runtime.block_on(async {
-                register_tool_ids(&context, steps::TABLE)
-                    .await
-                    .expect("tool ids");
-                register_numbered(&context, steps::TABLE)
-                    .await
-                    .expect("numbered");
+                number_steps(&context).await;
                 let mut per_slice = Vec::new();
                 for table in sliced(&context, NUMBERED).expect("slices") {
                     let sql = format!(
