@@ -256,6 +256,9 @@ _chainweaver() {
             chainweaver__subcmd__help__subcmd__patterns,list)
                 cmd="chainweaver__subcmd__help__subcmd__patterns__subcmd__list"
                 ;;
+            chainweaver__subcmd__help__subcmd__traces,compact)
+                cmd="chainweaver__subcmd__help__subcmd__traces__subcmd__compact"
+                ;;
             chainweaver__subcmd__help__subcmd__traces,convert)
                 cmd="chainweaver__subcmd__help__subcmd__traces__subcmd__convert"
                 ;;
@@ -289,6 +292,9 @@ _chainweaver() {
             chainweaver__subcmd__patterns__subcmd__help,list)
                 cmd="chainweaver__subcmd__patterns__subcmd__help__subcmd__list"
                 ;;
+            chainweaver__subcmd__traces,compact)
+                cmd="chainweaver__subcmd__traces__subcmd__compact"
+                ;;
             chainweaver__subcmd__traces,convert)
                 cmd="chainweaver__subcmd__traces__subcmd__convert"
                 ;;
@@ -306,6 +312,9 @@ _chainweaver() {
                 ;;
             chainweaver__subcmd__traces,stats)
                 cmd="chainweaver__subcmd__traces__subcmd__stats"
+                ;;
+            chainweaver__subcmd__traces__subcmd__help,compact)
+                cmd="chainweaver__subcmd__traces__subcmd__help__subcmd__compact"
                 ;;
             chainweaver__subcmd__traces__subcmd__help,convert)
                 cmd="chainweaver__subcmd__traces__subcmd__help__subcmd__convert"
@@ -1646,8 +1655,22 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__help__subcmd__traces)
-            opts="list show stats export convert"
+            opts="list show stats export compact convert"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__help__subcmd__traces__subcmd__compact)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2182,8 +2205,30 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__traces)
-            opts="-q -h -V --store --format --quiet --help --version list show stats export convert help"
+            opts="-q -h -V --store --format --quiet --help --version list show stats export compact convert help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --store)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__traces__subcmd__compact)
+            opts="-q -h -V --store --format --quiet --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -2264,8 +2309,22 @@ _chainweaver() {
             return 0
             ;;
         chainweaver__subcmd__traces__subcmd__help)
-            opts="list show stats export convert help"
+            opts="list show stats export compact convert help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        chainweaver__subcmd__traces__subcmd__help__subcmd__compact)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -59,6 +59,16 @@ pub enum TracesCommand {
         #[arg(long = "as", value_enum, value_name = "LOG")]
         log: Option<ExportAs>,
     },
+    /// Rewrite the store compactly, keeping what it holds. A Parquet dataset filled by many
+    /// appends (a recorder's batches, imports, `collect`) holds many small part files, and every
+    /// read opens each one: compaction merges each day partition's parts into files of up to
+    /// about a million rows, keeping every row as written except trace rows a later append
+    /// replaced. A SQLite store is vacuumed. Like an append, run it while no other process
+    /// writes the store; a reader that is mid-way through a read when the old files go may
+    /// fail, and works when it reads again. Prints the files and bytes before and after (with
+    /// `--format json`: `files_before`, `files_after`, `bytes_before`, `bytes_after`,
+    /// `rows_rewritten`).
+    Compact,
     /// Copy every trace into another store: SQLite to Parquet or back, nothing lost.
     Convert {
         /// The target store: a `.db` file, or a directory / `.parquet` path for Parquet.
@@ -329,6 +339,23 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
                 )?;
             }
         }
+        TracesCommand::Compact => {
+            let total = open_existing(&global.store)?.counts()?;
+            let bar = progress::bar(global, total.steps, "compacting");
+            let stats = store::compact_store(&global.store, &mut |rows| bar.inc(rows))?;
+            bar.finish_and_clear();
+            emit_document(global, &stats, || {
+                format!(
+                    "compacted {}: {} files ({}) -> {} files ({}); {} step rows rewritten\n",
+                    global.store.display(),
+                    stats.files_before,
+                    human_bytes(stats.bytes_before),
+                    stats.files_after,
+                    human_bytes(stats.bytes_after),
+                    stats.rows_rewritten
+                )
+            })?;
+        }
         TracesCommand::Convert { to } => {
             let from = open_existing(&global.store)?;
             if to == global.store {
@@ -354,4 +381,33 @@ pub fn run(command: TracesCommand, global: &Global) -> anyhow::Result<u8> {
         }
     }
     Ok(exit::OK)
+}
+
+/// A size on disk for people: bytes, KiB, MiB or GiB with one decimal.
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_bytes;
+
+    #[test]
+    fn sizes_read_in_the_largest_unit_below_them() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(5 * 1024 * 1024), "5.0 MiB");
+        assert_eq!(human_bytes(3 << 40), "3072.0 GiB");
+    }
 }

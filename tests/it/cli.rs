@@ -491,3 +491,71 @@ fn command_tools_of_a_manifest_named_by_its_file_name_run() {
         "{result}"
     );
 }
+
+#[test]
+fn compacting_a_store_filled_by_many_imports_keeps_what_mine_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(
+        d,
+        &[
+            "datasets",
+            "generate",
+            "--traces",
+            "600",
+            "--seed",
+            "11",
+            "--jsonl",
+            "all.jsonl",
+        ],
+    );
+    let text = std::fs::read_to_string(d.join("all.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let steps: usize = lines
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["steps"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .sum();
+    // Six imports, six appends, each spread over the generator's days.
+    for (i, chunk) in lines.chunks(100).enumerate() {
+        let file = format!("chunk-{i}.jsonl");
+        std::fs::write(d.join(&file), chunk.join("\n") + "\n").unwrap();
+        for store in ["s.parquet", "s.db"] {
+            ok(d, &["-q", "--store", store, "import", &file]);
+        }
+    }
+    for store in ["s.parquet", "s.db"] {
+        let mined = |d: &Path| {
+            let outcome = json(d, &["-q", "--store", store, "mine"]);
+            (outcome["patterns"].clone(), outcome["candidates"].clone())
+        };
+        let before = mined(d);
+        assert!(
+            !before.1.as_array().unwrap().is_empty(),
+            "{store}: no candidates"
+        );
+        let stats = json(d, &["-q", "--store", store, "traces", "compact"]);
+        let files = (
+            stats["files_before"].as_u64().unwrap(),
+            stats["files_after"].as_u64().unwrap(),
+        );
+        if store == "s.parquet" {
+            assert!(files.0 >= 6 * files.1, "{stats}");
+            assert_eq!(
+                stats["rows_rewritten"].as_u64().unwrap() as usize,
+                steps,
+                "{stats}"
+            );
+        } else {
+            assert!(files.1 >= 1, "{stats}");
+        }
+        assert_eq!(mined(d), before, "{store}: mining changed after compaction");
+    }
+    let text = ok(d, &["--store", "s.parquet", "traces", "compact"]);
+    assert!(text.starts_with("compacted s.parquet: "), "{text}");
+    assert!(text.contains("0 step rows rewritten"), "{text}");
+}

@@ -114,6 +114,17 @@ pub struct AppendStats {
     pub duplicate_steps: u64,
 }
 
+/// What compacting a store did: its files and bytes before and after.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactStats {
+    pub files_before: u64,
+    pub files_after: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    /// Step rows written again (a Parquet dataset's partitions held in several parts).
+    pub rows_rewritten: u64,
+}
+
 /// The slim per-step columns that statistics need, without payloads.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StepColumns {
@@ -639,6 +650,26 @@ impl StoreKind {
             StoreKind::Parquet
         } else {
             StoreKind::Sqlite
+        }
+    }
+}
+
+/// Compact the existing store at `path`: a Parquet dataset's part files merged into a few per
+/// partition ([`ParquetStore::compact`]), a SQLite file vacuumed ([`SqliteStore::compact`]).
+/// What is stored and how it reads do not change. `progress` gets step rows as they are
+/// rewritten.
+pub fn compact_store(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<CompactStats> {
+    match StoreKind::detect(path) {
+        StoreKind::Sqlite => SqliteStore::open(path)?.compact(),
+        #[cfg(feature = "parquet")]
+        StoreKind::Parquet => ParquetStore::open(path)?.compact(progress),
+        #[cfg(not(feature = "parquet"))]
+        StoreKind::Parquet => {
+            let _ = progress;
+            Err(RecorderError::Parquet {
+                path: path.to_path_buf(),
+                message: "this build has no Parquet support (feature `parquet`)".into(),
+            })
         }
     }
 }

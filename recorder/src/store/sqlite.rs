@@ -28,10 +28,10 @@ use serde_json::{Map, Value};
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedStep, ObservedTrace, TraceWithSteps};
 use crate::store::{
-    AppendStats, JsonText, MetadataText, PageRequest, RawSteps, SequenceSteps, StepColumns,
-    StepRows, StepTool, StepView, StoreCounts, ToolSequences, TraceFilter, TracePage, TraceSort,
-    TraceStore, TraceSummary, keep_positions, merge_trace, timestamp_from_nanos, timestamp_nanos,
-    validate_batch,
+    AppendStats, CompactStats, JsonText, MetadataText, PageRequest, RawSteps, SequenceSteps,
+    StepColumns, StepRows, StepTool, StepView, StoreCounts, ToolSequences, TraceFilter, TracePage,
+    TraceSort, TraceStore, TraceSummary, keep_positions, merge_trace, timestamp_from_nanos,
+    timestamp_nanos, validate_batch,
 };
 
 /// The schema migrations, applied in order; migration `i` brings the store to version `i + 1`.
@@ -492,6 +492,35 @@ impl SqliteStore {
 
     fn sql_err(&self, source: rusqlite::Error) -> RecorderError {
         sqlite_error(&self.path)(source)
+    }
+
+    /// Rebuild the file without free pages (`VACUUM`) after folding the write-ahead log into
+    /// it. SQLite does this in a transaction of its own: a crash leaves the file as it was.
+    pub fn compact(&mut self) -> Result<CompactStats> {
+        let (files_before, bytes_before) = self.disk_size();
+        self.conn
+            .execute_batch(
+                "PRAGMA wal_checkpoint(TRUNCATE); VACUUM; PRAGMA wal_checkpoint(TRUNCATE);",
+            )
+            .map_err(|e| self.sql_err(e))?;
+        let (files_after, bytes_after) = self.disk_size();
+        Ok(CompactStats {
+            files_before,
+            files_after,
+            bytes_before,
+            bytes_after,
+            rows_rewritten: 0,
+        })
+    }
+
+    /// The database file and its write-ahead log: how many exist, and their bytes.
+    fn disk_size(&self) -> (u64, u64) {
+        let mut wal = self.path.clone().into_os_string();
+        wal.push("-wal");
+        [self.path.clone(), PathBuf::from(wal)]
+            .iter()
+            .filter_map(|path| std::fs::metadata(path).ok())
+            .fold((0, 0), |(files, bytes), m| (files + 1, bytes + m.len()))
     }
 
     /// How many of [`DEFERRED_INDEXES`] the file lacks.

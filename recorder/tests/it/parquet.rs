@@ -318,6 +318,17 @@ fn pyarrow_reads_the_dataset() {
     let wrong = run("4", "10");
     assert_eq!(wrong.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("9 steps, expected 10"));
+    // Compacted, the folder as other engines read it holds the same traces and steps, with
+    // no trace row twice and no file of the replaced parts left.
+    store.compact(&mut |_| {}).unwrap();
+    let compacted = run("4", "9");
+    assert!(
+        compacted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compacted.stderr)
+    );
+    let said = String::from_utf8_lossy(&compacted.stdout);
+    assert!(said.contains("ok: 4 trace rows, 9 step rows"), "{said}");
 }
 
 mod lossless {
@@ -549,4 +560,303 @@ fn a_read_over_damaged_parts_names_the_first_of_them_in_storage_order() {
         assert!(error.contains(&name(&parts[2])), "{error}");
         assert!(!error.contains(&name(&parts[6])), "{error}");
     }
+}
+
+/// Everything a reader of `store` can ask for, for comparing two stores (or one store before
+/// and after a change that must not change what it holds).
+#[derive(Debug, PartialEq)]
+struct Reading {
+    traces: Vec<TraceWithSteps>,
+    listed: chainweaver_recorder::store::TracePage,
+    listed_by_steps: Vec<String>,
+    filtered: Vec<String>,
+    columns: chainweaver_recorder::store::StepColumns,
+    counts: chainweaver_recorder::store::StoreCounts,
+    ids: Vec<String>,
+    walked: Vec<(String, String)>,
+    picked: Vec<TraceWithSteps>,
+}
+
+fn read_everything(store: &dyn TraceStore) -> Reading {
+    use chainweaver_recorder::store::{PageRequest, TraceFilter, TraceSort};
+    let mut traces = Vec::new();
+    store
+        .for_each_trace(&mut |t| {
+            traces.push(t);
+            Ok(())
+        })
+        .unwrap();
+    let all = PageRequest {
+        limit: 10_000,
+        ..PageRequest::default()
+    };
+    let by_steps = PageRequest {
+        sort: TraceSort::Steps,
+        descending: true,
+        ..all
+    };
+    let by_tool = TraceFilter {
+        tool: Some("search".into()),
+        ..TraceFilter::default()
+    };
+    let ids = |page: chainweaver_recorder::store::TracePage| -> Vec<String> {
+        page.traces.into_iter().map(|s| s.trace.trace_id).collect()
+    };
+    let mut walked = Vec::new();
+    store
+        .for_each_step_tool(&mut |step| {
+            walked.push((step.trace_id.to_owned(), step.tool_name.to_owned()));
+            Ok(())
+        })
+        .unwrap();
+    Reading {
+        listed: store.list_traces(&TraceFilter::default(), &all).unwrap(),
+        listed_by_steps: ids(store
+            .list_traces(&TraceFilter::default(), &by_steps)
+            .unwrap()),
+        filtered: ids(store.list_traces(&by_tool, &all).unwrap()),
+        columns: store.step_columns(&TraceFilter::default()).unwrap(),
+        counts: store.counts().unwrap(),
+        ids: store.trace_ids().unwrap(),
+        walked,
+        picked: store
+            .get_traces(&["trace-07", "c-fourth", "trace-02"])
+            .unwrap(),
+        traces,
+    }
+}
+
+/// Appends of the kinds a recorder and an importer make: traces over several start days,
+/// steps of one trace spread over many appends (so parts overlap), trace rows sent again
+/// (upserts) and steps sent twice (duplicates).
+fn fill_with_many_appends(store: &mut dyn TraceStore) {
+    let (traces, steps) = suite::fixture();
+    store.append(&traces, &steps[..4]).unwrap();
+    let ids: Vec<String> = (0..10).map(|t| format!("trace-{t:02}")).collect();
+    for round in 0..10u32 {
+        let opened = &ids[..=round as usize];
+        let mut traces: Vec<ObservedTrace> = opened
+            .iter()
+            .map(|id| ObservedTrace::new(id.as_str(), "rounds"))
+            .collect();
+        traces[0].agent = Some(format!("round-{round}"));
+        let mut steps: Vec<ObservedStep> = opened
+            .iter()
+            .enumerate()
+            .map(|(t, id)| {
+                let index = if t % 2 == 1 { 100 - round } else { round };
+                ObservedStep::new(id.as_str(), index, "tool", json!({"round": round, "t": t}))
+            })
+            .collect();
+        // A step stored by the round before: a duplicate.
+        if round > 0 {
+            steps.push(ObservedStep::new(
+                "trace-00",
+                round - 1,
+                "tool",
+                json!({"round": round - 1, "t": 0}),
+            ));
+        }
+        store.append(&traces, &steps).unwrap();
+    }
+    let (traces, steps) = suite::fixture();
+    store.append(&traces[1..], &steps[4..]).unwrap();
+}
+
+#[test]
+fn compaction_rewrites_many_parts_as_few_and_every_read_gives_what_it_gave() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let control_root = dir.path().join("control");
+    let mut store = ParquetStore::open(&root).unwrap();
+    let mut control = ParquetStore::open(&control_root).unwrap();
+    fill_with_many_appends(&mut store);
+    fill_with_many_appends(&mut control);
+    let parts_before = files_below(&root)
+        .iter()
+        .filter(|f| f.ends_with(".parquet"))
+        .count();
+    let before = read_everything(&store);
+    assert_eq!(before.counts.traces, 14);
+    assert_eq!(before.counts.steps, 64);
+
+    let mut rewritten = 0;
+    let stats = store.compact(&mut |rows| rewritten += rows).unwrap();
+    let after_files = files_below(&root);
+    let parts: Vec<&String> = after_files
+        .iter()
+        .filter(|f| f.ends_with(".parquet"))
+        .collect();
+    // Four partitions (three start days; `unknown` holds d-third and the rounds' traces),
+    // each now one traces part and one steps part.
+    assert_eq!(parts.iter().filter(|f| f.starts_with("traces/")).count(), 4);
+    assert_eq!(parts.iter().filter(|f| f.starts_with("steps/")).count(), 4);
+    assert_eq!(stats.files_before, parts_before as u64);
+    assert_eq!(stats.files_after, parts.len() as u64);
+    assert!(stats.bytes_after < stats.bytes_before, "{stats:?}");
+    assert_eq!(stats.rows_rewritten, rewritten);
+    assert!(
+        rewritten > 55,
+        "the rounds' partition is rewritten: {rewritten}"
+    );
+    let manifests: Vec<&String> = after_files
+        .iter()
+        .filter(|f| f.starts_with("_commits/"))
+        .collect();
+    assert_eq!(manifests.len(), 1, "{after_files:?}");
+    assert!(
+        !after_files.iter().any(|f| f.contains(".tmp")),
+        "{after_files:?}"
+    );
+    // Of the rows written for a trace (one an append that sent it), only the newest is kept.
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(manifests[0])).unwrap()).unwrap();
+    let trace_rows: u64 = manifest["trace_parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(trace_rows, 14);
+    let marker = std::fs::read_to_string(root.join("_chainweaver.json")).unwrap();
+    assert!(marker.contains("\"version\": 2"), "{marker}");
+
+    assert_eq!(read_everything(&store), before);
+    let reopened = ParquetStore::open(&root).unwrap();
+    assert_eq!(read_everything(&reopened), before);
+    assert_eq!(read_everything(&control), before);
+
+    // Appending after compaction: upserts merge into the compacted rows, a step stored
+    // before compaction is a duplicate, and the two stores stay alike.
+    let mut late = ObservedTrace::new("trace-03", "rounds");
+    late.agent = Some("late".into());
+    let steps = [
+        ObservedStep::new("trace-03", 50, "search", json!({"late": true})),
+        ObservedStep::new("trace-00", 0, "tool", json!({"round": 0, "t": 0})),
+    ];
+    for target in [&mut store, &mut control] {
+        let stats = target.append(std::slice::from_ref(&late), &steps).unwrap();
+        assert_eq!((stats.steps, stats.duplicate_steps), (1, 1));
+    }
+    let appended = read_everything(&store);
+    assert_eq!(appended, read_everything(&control));
+    assert_ne!(appended, before);
+    // And once more: the compaction's own parts are compacted with the new append's.
+    store.compact(&mut |_| {}).unwrap();
+    assert_eq!(read_everything(&store), appended);
+    assert_eq!(
+        files_below(&root)
+            .iter()
+            .filter(|f| f.starts_with("_commits/"))
+            .count(),
+        1
+    );
+    // Nothing left to merge: the second compaction in a row writes nothing.
+    let unchanged = store.compact(&mut |_| {}).unwrap();
+    assert_eq!(unchanged.files_before, unchanged.files_after);
+    assert_eq!(unchanged.rows_rewritten, 0);
+}
+
+/// Copy every file below `from` to `to`, keeping relative paths.
+fn copy_tree(from: &Path, to: &Path) {
+    for file in files_below(from) {
+        let target = to.join(&file);
+        std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+        std::fs::copy(from.join(&file), target).unwrap();
+    }
+}
+
+#[test]
+fn a_compaction_cut_short_at_either_side_of_its_commit_leaves_the_store_readable_and_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut store = ParquetStore::open(&root).unwrap();
+    fill_with_many_appends(&mut store);
+    let before = read_everything(&store);
+    let old = dir.path().join("old");
+    copy_tree(&root, &old);
+    store.compact(&mut |_| {}).unwrap();
+    let compacted: Vec<String> = files_below(&root);
+    drop(store);
+
+    // Died after the commit, before deleting what it replaced: the old manifests and parts
+    // are back beside the new ones. Readers ignore them; the next writer deletes them.
+    let after_commit = dir.path().join("after-commit");
+    copy_tree(&old, &after_commit);
+    copy_tree(&root, &after_commit);
+    let reader = ParquetStore::open(&after_commit).unwrap();
+    assert_eq!(read_everything(&reader), before);
+    let mut writer = ParquetStore::open(&after_commit).unwrap();
+    writer
+        .append(&[ObservedTrace::new("later", "rounds")], &[])
+        .unwrap();
+    let left: Vec<String> = files_below(&after_commit);
+    for file in files_below(&old) {
+        if file != "_chainweaver.json" && !compacted.contains(&file) {
+            assert!(!left.contains(&file), "{file} outlived the compaction");
+        }
+    }
+    assert_eq!(writer.counts().unwrap().traces, before.counts.traces + 1);
+
+    // Died before the commit: the new parts are there, their manifest is not. The store
+    // reads as before compaction, and compacting again works.
+    let before_commit = dir.path().join("before-commit");
+    copy_tree(&old, &before_commit);
+    for file in &compacted {
+        if file.ends_with(".parquet") && !files_below(&old).contains(file) {
+            let target = before_commit.join(file);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::copy(root.join(file), target).unwrap();
+        }
+    }
+    let mut interrupted = ParquetStore::open(&before_commit).unwrap();
+    assert_eq!(read_everything(&interrupted), before);
+    interrupted.compact(&mut |_| {}).unwrap();
+    assert_eq!(read_everything(&interrupted), before);
+}
+
+#[test]
+fn compaction_refuses_a_part_with_other_columns_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut store = ParquetStore::open(&root).unwrap();
+    fill_with_many_appends(&mut store);
+    let before = read_everything(&store);
+    // Replace one steps part of the rounds' partition by a file of another layout.
+    let victim = files_below(&root)
+        .into_iter()
+        .filter(|f| f.starts_with("steps/date=unknown/"))
+        .nth(3)
+        .unwrap();
+    let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(vec![
+        arrow::datatypes::Field::new("trace_id", arrow::datatypes::DataType::Utf8, false),
+    ]));
+    let batch = arrow::array::RecordBatch::try_new(
+        schema.clone(),
+        vec![std::sync::Arc::new(arrow::array::StringArray::from(vec![
+            "x",
+        ]))],
+    )
+    .unwrap();
+    let saved = std::fs::read(root.join(&victim)).unwrap();
+    let file = std::fs::File::create(root.join(&victim)).unwrap();
+    let mut writer = parquet::arrow::ArrowWriter::try_new(file, schema, None).unwrap();
+    writer.write(&batch).unwrap();
+    writer.close().unwrap();
+    let files = files_below(&root);
+
+    let err = store.compact(&mut |_| {}).unwrap_err();
+    let message = err.to_string();
+    assert!(message.contains(&victim), "{message}");
+    assert!(message.contains("columns"), "{message}");
+    assert_eq!(
+        files_below(&root),
+        files,
+        "a failed compaction leaves no file behind"
+    );
+    std::fs::write(root.join(&victim), saved).unwrap();
+    assert_eq!(read_everything(&ParquetStore::open(&root).unwrap()), before);
+    // A retry works once the file is repaired.
+    store.compact(&mut |_| {}).unwrap();
+    assert_eq!(read_everything(&store), before);
 }

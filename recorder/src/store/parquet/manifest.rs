@@ -41,6 +41,10 @@ pub(super) struct Commit {
     pub(super) new_failed_steps: u64,
     pub(super) trace_parts: Vec<PartInfo>,
     pub(super) step_parts: Vec<PartInfo>,
+    /// Set on a compaction's manifest: every commit up to this sequence number is superseded
+    /// (its rows are in this commit's parts, its totals in this commit's), and is not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) compacts_through: Option<u64>,
 }
 
 pub(super) fn commit_file_name(seq: u64) -> String {
@@ -58,8 +62,18 @@ pub(super) fn part_seq(name: &str) -> Option<u64> {
 }
 
 impl ParquetStore {
-    /// Every committed append, oldest first.
+    /// The commits that make up the dataset, oldest first: every committed append since the
+    /// last compaction, which comes first.
     pub(super) fn commits(&self) -> Result<Vec<Arc<Commit>>> {
+        let mut commits = self.every_commit()?;
+        if let Some(through) = commits.iter().filter_map(|c| c.compacts_through).max() {
+            commits.retain(|c| c.seq > through);
+        }
+        Ok(commits)
+    }
+
+    /// Every manifest in `_commits/`, superseded ones included, oldest first.
+    fn every_commit(&self) -> Result<Vec<Arc<Commit>>> {
         let dir = self.root.join(COMMITS_DIR);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
@@ -104,8 +118,35 @@ impl ParquetStore {
         Ok(commits)
     }
 
-    /// Delete part files no manifest lists whose write sequence is not newer than the last
-    /// commit: leftovers of an append that failed or crashed before its commit point.
+    /// Delete the manifests a compaction superseded (it deletes them itself once committed;
+    /// this finishes the job after a crash).
+    pub(super) fn remove_superseded(&self) -> Result<()> {
+        let every = self.every_commit()?;
+        let Some(through) = every.iter().filter_map(|c| c.compacts_through).max() else {
+            return Ok(());
+        };
+        let mut cache = self
+            .manifests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for commit in every.iter().filter(|c| c.seq <= through) {
+            let file = self
+                .root
+                .join(COMMITS_DIR)
+                .join(commit_file_name(commit.seq));
+            match fs::remove_file(&file) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&file, e)),
+            }
+            cache.remove(&commit.seq);
+        }
+        Ok(())
+    }
+
+    /// Delete part files no live manifest lists whose write sequence is not newer than the last
+    /// commit: leftovers of an append that failed or crashed before its commit point, and the
+    /// parts a compaction replaced.
     pub(super) fn remove_uncommitted(&self, commits: &[Arc<Commit>], last_seq: u64) -> Result<()> {
         let listed: HashSet<&str> = commits
             .iter()

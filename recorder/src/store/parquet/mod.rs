@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! <dir>/_chainweaver.json                          format marker and version
-//! <dir>/_commits/<seq>.json                        one manifest per committed append
+//! <dir>/_commits/<seq>.json                        one manifest per committed append (or compaction)
 //! <dir>/traces/date=YYYY-MM-DD/part-<seq>-<nonce>.parquet
 //! <dir>/steps/date=YYYY-MM-DD/part-<seq>-<nonce>.parquet
 //! <dir>/documents/<kind>/<key>.json
@@ -11,12 +11,14 @@
 //! Every append writes at most one traces part and one steps part per partition, each to a
 //! hidden temporary name, fsynced, then renamed; the append becomes visible to this crate when
 //! its manifest is renamed into `_commits/` (the commit point), so an append that fails or
-//! crashes half way is never read. Files are never rewritten. The column layout, partitioning
+//! crashes half way is never read. Files are never rewritten; compaction (`compact.rs`) writes
+//! new ones in place of many and commits them the same way. The column layout, partitioning
 //! and read rules are documented in `docs/parquet-schema.md`.
 //!
 //! One process writes a dataset at a time; any number may read it meanwhile.
 
 mod columns;
+mod compact;
 mod documents;
 mod manifest;
 mod read;
@@ -46,8 +48,12 @@ use crate::store::{
     TracePage, TraceSort, TraceStore, TraceSummary,
 };
 
-/// The dataset layout version this build writes and understands.
-pub const FORMAT_VERSION: i64 = 1;
+/// The newest dataset layout version this build understands. Version 2 adds compaction
+/// manifests (`compacts_through`), which a build knowing only version 1 would misread.
+pub const FORMAT_VERSION: i64 = 2;
+/// The version a new dataset is marked with: a dataset is raised to version 2 when first
+/// compacted, so one never compacted stays readable by builds that know version 1.
+const CREATED_FORMAT_VERSION: i64 = 1;
 const FORMAT_NAME: &str = "chainweaver-parquet";
 const MARKER_FILE: &str = "_chainweaver.json";
 const COMMITS_DIR: &str = "_commits";
@@ -163,7 +169,7 @@ impl ParquetStore {
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 let marker = Marker {
                     format: FORMAT_NAME.into(),
-                    version: FORMAT_VERSION,
+                    version: CREATED_FORMAT_VERSION,
                 };
                 let text = serde_json::to_string_pretty(&marker)
                     .map_err(|e| parquet_error(&marker_path, e))?;

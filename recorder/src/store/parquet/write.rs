@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -121,6 +122,7 @@ impl ParquetStore {
             }
         }
         self.remove_uncommitted(commits, last_seq)?;
+        self.remove_superseded()?;
         Ok(WriterIndex {
             last_seq,
             next_trace_seq,
@@ -136,6 +138,19 @@ impl ParquetStore {
         batch: &RecordBatch,
         created: &mut Vec<PathBuf>,
     ) -> Result<()> {
+        let mut part = self.create_part(relative, &batch.schema(), created)?;
+        part.write(batch)?;
+        part.finish(created)
+    }
+
+    /// Start writing the part file `relative` (under a temporary name until
+    /// [`PartFile::finish`]); the temporary path goes to `created`.
+    pub(super) fn create_part(
+        &self,
+        relative: &str,
+        schema: &SchemaRef,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<PartFile> {
         let path = relative
             .split('/')
             .fold(self.root.clone(), |p, s| p.join(s));
@@ -155,16 +170,15 @@ impl ParquetStore {
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_max_row_group_row_count(Some(64 * 1024))
             .build();
-        let mut writer = ArrowWriter::try_new(file, batch.schema(), Some(properties))
+        let writer = ArrowWriter::try_new(file, Arc::clone(schema), Some(properties))
             .map_err(|e| parquet_error(&temp, e))?;
-        writer.write(batch).map_err(|e| parquet_error(&temp, e))?;
-        let file = writer.into_inner().map_err(|e| parquet_error(&temp, e))?;
-        file.sync_all().map_err(|e| io_error(&temp, e))?;
-        created.push(path.clone());
-        fs::rename(&temp, &path).map_err(|e| io_error(&path, e))?;
-        Ok(())
+        Ok(PartFile {
+            writer,
+            temp,
+            path,
+            rows: 0,
+        })
     }
-
     /// Write the parts and the manifest of one append; the manifest's rename is the commit.
     fn commit(
         &self,
@@ -181,6 +195,7 @@ impl ParquetStore {
             new_failed_steps: counts.2,
             trace_parts: Vec::new(),
             step_parts: Vec::new(),
+            compacts_through: None,
         };
         let mut dirs = BTreeSet::new();
         for (partition, rows) in trace_rows {
@@ -217,6 +232,35 @@ impl ParquetStore {
             serde_json::to_string_pretty(&commit).map_err(|e| parquet_error(&manifest, e))?;
         created.push(manifest.clone());
         atomic_write(&manifest, text.as_bytes())
+    }
+}
+
+/// A part file being written: rows go to a temporary file, renamed into place when finished.
+pub(super) struct PartFile {
+    writer: ArrowWriter<File>,
+    temp: PathBuf,
+    path: PathBuf,
+    pub(super) rows: u64,
+}
+
+impl PartFile {
+    pub(super) fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.writer
+            .write(batch)
+            .map_err(|e| parquet_error(&self.temp, e))?;
+        self.rows += batch.num_rows() as u64;
+        Ok(())
+    }
+
+    /// Flush, fsync and rename into place (the final path goes to `created`).
+    pub(super) fn finish(self, created: &mut Vec<PathBuf>) -> Result<()> {
+        let file = self
+            .writer
+            .into_inner()
+            .map_err(|e| parquet_error(&self.temp, e))?;
+        file.sync_all().map_err(|e| io_error(&self.temp, e))?;
+        created.push(self.path.clone());
+        fs::rename(&self.temp, &self.path).map_err(|e| io_error(&self.path, e))
     }
 }
 
