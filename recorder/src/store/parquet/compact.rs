@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchReader, UInt32Array, UInt64Array};
 use arrow::compute::interleave;
@@ -161,14 +161,15 @@ impl ParquetStore {
         sink: &mut PartSink<'_>,
         created: &mut Vec<PathBuf>,
     ) -> Result<()> {
+        let at = sink.dir();
         let batches = self.read_parts(parts, &sink.schema)?;
         // Parts in commit order, rows in file order: the last row of the highest write
         // sequence wins, as when the store reads them.
         let mut newest: HashMap<&str, (u64, u64, RowAt)> = HashMap::new();
         for (b, batch) in batches.iter().enumerate() {
-            let ids = string_column(batch, "trace_id")?;
-            let trace_seq = u64_column(batch, TRACE_SEQ)?;
-            let write_seq = u64_column(batch, WRITE_SEQ)?;
+            let ids = string_column(batch, "trace_id", &at)?;
+            let trace_seq = u64_column(batch, TRACE_SEQ, &at)?;
+            let write_seq = u64_column(batch, WRITE_SEQ, &at)?;
             for row in 0..batch.num_rows() {
                 let entry = (write_seq.value(row), trace_seq.value(row), (b, row));
                 let id = ids.value(row);
@@ -184,7 +185,7 @@ impl ParquetStore {
         rows.sort_unstable_by_key(|(trace_seq, _)| *trace_seq);
         let order: Vec<RowAt> = rows.into_iter().map(|(_, at)| at).collect();
         for chunk in order.chunks(MERGE_BATCH_ROWS) {
-            sink.write(&gather(&batches, chunk, &sink.schema)?, created)?;
+            sink.write(&gather(&batches, chunk, &sink.schema, &at)?, created)?;
         }
         Ok(())
     }
@@ -199,6 +200,7 @@ impl ParquetStore {
         created: &mut Vec<PathBuf>,
         progress: &mut dyn FnMut(u64),
     ) -> Result<()> {
+        let at = sink.dir();
         for group in overlapping_groups(parts) {
             if let [only] = group.as_slice() {
                 let (path, reader) = self.reader(only, None, None)?;
@@ -215,8 +217,8 @@ impl ParquetStore {
             let batches = self.read_parts(&group, &sink.schema)?;
             let mut order: Vec<((u64, u32), RowAt)> = Vec::new();
             for (b, batch) in batches.iter().enumerate() {
-                let trace_seq = u64_column(batch, TRACE_SEQ)?;
-                let step_index = u32_column(batch, "step_index")?;
+                let trace_seq = u64_column(batch, TRACE_SEQ, &at)?;
+                let step_index = u32_column(batch, "step_index", &at)?;
                 order.extend(
                     (0..batch.num_rows())
                         .map(|row| ((trace_seq.value(row), step_index.value(row)), (b, row))),
@@ -225,7 +227,7 @@ impl ParquetStore {
             order.sort_unstable_by_key(|(key, _)| *key);
             let order: Vec<RowAt> = order.into_iter().map(|(_, at)| at).collect();
             for chunk in order.chunks(MERGE_BATCH_ROWS) {
-                sink.write(&gather(&batches, chunk, &sink.schema)?, created)?;
+                sink.write(&gather(&batches, chunk, &sink.schema, &at)?, created)?;
                 progress(chunk.len() as u64);
             }
         }
@@ -308,25 +310,25 @@ fn overlapping_groups<'a>(parts: &[&'a PartInfo]) -> Vec<Vec<&'a PartInfo>> {
 }
 
 /// The rows at `order` gathered from `batches` into one batch.
-fn gather(batches: &[RecordBatch], order: &[RowAt], schema: &SchemaRef) -> Result<RecordBatch> {
+fn gather(
+    batches: &[RecordBatch],
+    order: &[RowAt],
+    schema: &SchemaRef,
+    at: &Path,
+) -> Result<RecordBatch> {
     let columns: Vec<ArrayRef> = (0..schema.fields().len())
         .map(|c| {
             let arrays: Vec<&dyn Array> = batches.iter().map(|b| b.column(c).as_ref()).collect();
             interleave(&arrays, order)
         })
         .collect::<std::result::Result<_, _>>()
-        .map_err(|e| RecorderError::Parquet {
-            path: PathBuf::new(),
-            message: format!("cannot merge rows: {e}"),
-        })?;
-    RecordBatch::try_new(schema.clone(), columns).map_err(|e| RecorderError::Parquet {
-        path: PathBuf::new(),
-        message: format!("cannot merge rows: {e}"),
-    })
+        .map_err(|e| parquet_error(at, format!("cannot merge rows: {e}")))?;
+    RecordBatch::try_new(schema.clone(), columns)
+        .map_err(|e| parquet_error(at, format!("cannot merge rows: {e}")))
 }
 
 /// A part file's columns must be the table's, by name and type, in order.
-fn check_columns(path: &std::path::Path, found: &SchemaRef, expected: &SchemaRef) -> Result<()> {
+fn check_columns(path: &Path, found: &SchemaRef, expected: &SchemaRef) -> Result<()> {
     let same = found.fields().len() == expected.fields().len()
         && found
             .fields()
@@ -346,26 +348,27 @@ fn check_columns(path: &std::path::Path, found: &SchemaRef, expected: &SchemaRef
     })
 }
 
-fn column<'b, T: 'static>(batch: &'b RecordBatch, name: &str) -> Result<&'b T> {
+fn column<'b, T: 'static>(batch: &'b RecordBatch, name: &str, at: &Path) -> Result<&'b T> {
     batch
         .column_by_name(name)
         .and_then(|c| c.as_any().downcast_ref::<T>())
-        .ok_or_else(|| RecorderError::Parquet {
-            path: PathBuf::new(),
-            message: format!("column {name} is missing or of another type"),
-        })
+        .ok_or_else(|| parquet_error(at, format!("column {name} is missing or of another type")))
 }
 
-fn u64_column<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b UInt64Array> {
-    column(batch, name)
+fn u64_column<'b>(batch: &'b RecordBatch, name: &str, at: &Path) -> Result<&'b UInt64Array> {
+    column(batch, name, at)
 }
 
-fn u32_column<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b UInt32Array> {
-    column(batch, name)
+fn u32_column<'b>(batch: &'b RecordBatch, name: &str, at: &Path) -> Result<&'b UInt32Array> {
+    column(batch, name, at)
 }
 
-fn string_column<'b>(batch: &'b RecordBatch, name: &str) -> Result<&'b arrow::array::StringArray> {
-    column(batch, name)
+fn string_column<'b>(
+    batch: &'b RecordBatch,
+    name: &str,
+    at: &Path,
+) -> Result<&'b arrow::array::StringArray> {
+    column(batch, name, at)
 }
 
 /// Where one partition's compacted rows go: part files of up to [`COMPACT_PART_ROWS`] rows,
@@ -399,10 +402,16 @@ impl<'s> PartSink<'s> {
         }
     }
 
+    /// The partition's folder, which errors about its rows name.
+    fn dir(&self) -> PathBuf {
+        self.store.root.join(self.table).join(&self.partition)
+    }
+
     fn write(&mut self, batch: &RecordBatch, created: &mut Vec<PathBuf>) -> Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        let seqs = u64_column(batch, TRACE_SEQ, &self.dir())?;
         if self
             .current
             .as_ref()
@@ -431,7 +440,6 @@ impl<'s> PartSink<'s> {
                 self.current.insert((file, info))
             }
         };
-        let seqs = u64_column(batch, TRACE_SEQ)?;
         if let Some(min) = arrow::compute::min(seqs) {
             info.min_trace_seq = info.min_trace_seq.min(min);
         }
