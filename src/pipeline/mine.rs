@@ -64,6 +64,12 @@ pub(super) fn mine_split(
     miner: &Miner,
     progress: &dyn Progress,
 ) -> Result<MineOutcome> {
+    if let Some(hint) = store
+        .committed_step_files()?
+        .and_then(|f| compaction_hint(&f))
+    {
+        progress.note(&hint);
+    }
     let stream = StreamConfig {
         // `--sample all` reads every occurrence on this path too.
         max_occurrences_per_pattern: config.max_inference_occurrences,
@@ -89,6 +95,26 @@ pub(super) fn mine_split(
         candidate.split = Some(split);
     }
     Ok(outcome)
+}
+
+/// A Parquet store's steps parts past which a read pays noticeably for opening each one.
+const MANY_STEP_PARTS: usize = 100;
+
+/// A note suggesting `traces compact` when a Parquet store's steps are spread over many small
+/// part files: more than [`MANY_STEP_PARTS`], and more than four a partition on average
+/// (a store compacted once and appended to a little since is not worth a note).
+fn compaction_hint(step_files: &[std::path::PathBuf]) -> Option<String> {
+    let partitions: std::collections::HashSet<Option<&std::path::Path>> =
+        step_files.iter().map(|f| f.parent()).collect();
+    let many = step_files.len() > MANY_STEP_PARTS && step_files.len() > 4 * partitions.len();
+    many.then(|| {
+        format!(
+            "the store's steps are in {} part files over {} partitions; \
+             `chainweaver traces compact` merges them, and reads get faster",
+            step_files.len(),
+            partitions.len()
+        )
+    })
 }
 
 /// The store's trace ids `split` leaves to mining, in storage order, and the ones it holds out.
@@ -297,4 +323,30 @@ pub struct EnginePatterns {
     pub patterns: Vec<chainweaver_recorder::model::candidate::PatternSummary>,
     /// A cluster's queries run again after they lost an executor.
     pub retried: Vec<chainweaver_analyzer::engine::datafusion::RetriedQuery>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::compaction_hint;
+
+    fn parts(partitions: usize, each: usize) -> Vec<PathBuf> {
+        (0..partitions)
+            .flat_map(|p| {
+                (0..each).map(move |i| PathBuf::from(format!("s/steps/date={p}/part-{i}.parquet")))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn many_small_parts_get_a_note_and_a_compacted_store_none() {
+        let note = compaction_hint(&parts(14, 21)).unwrap();
+        assert!(note.contains("294 part files over 14 partitions"), "{note}");
+        assert!(note.contains("traces compact"), "{note}");
+        // Few files in all, or a few a partition over many days: nothing to gain.
+        assert_eq!(compaction_hint(&parts(2, 40)), None);
+        assert_eq!(compaction_hint(&parts(200, 2)), None);
+        assert_eq!(compaction_hint(&parts(28, 4)), None);
+    }
 }
