@@ -19,6 +19,12 @@ pub enum RecorderError {
     },
     #[error("Parquet store {path}: {message}")]
     Parquet { path: PathBuf, message: String },
+    /// Another process committed to the same Parquet dataset while this one prepared its
+    /// commit (two writers); this commit wrote nothing.
+    #[error(
+        "Parquet store {path}: another process committed to the dataset meanwhile; nothing was written, run it again (one process writes a dataset at a time)"
+    )]
+    ConcurrentCommit { path: PathBuf },
     /// Data read back from a store is not what the store writes (a damaged or foreign file).
     #[error("store {path}: corrupt data: {message}")]
     CorruptStore { path: PathBuf, message: String },

@@ -860,3 +860,64 @@ fn compaction_refuses_a_part_with_other_columns_and_changes_nothing() {
     store.compact(&mut |_| {}).unwrap();
     assert_eq!(read_everything(&store), before);
 }
+
+#[test]
+fn compacting_while_another_handle_appends_loses_no_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    let mut seed = ParquetStore::open(&root).unwrap();
+    fill_with_many_appends(&mut seed);
+    let before = seed.counts().unwrap();
+    let appends = 150;
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (compacted, idle) = std::thread::scope(|scope| {
+        let appender = scope.spawn(|| {
+            let mut store = ParquetStore::open(&root).unwrap();
+            for i in 0..appends {
+                let id = format!("late-{i:03}");
+                // A commit that loses the race to the compaction's is staged again inside
+                // `append`: no append fails.
+                let stats = store
+                    .append(
+                        &[ObservedTrace::new(id.as_str(), "late")],
+                        &[ObservedStep::new(id.as_str(), 0, "tool", json!({"i": i}))],
+                    )
+                    .unwrap_or_else(|e| panic!("append {i}: {e}"));
+                assert_eq!(stats.steps, 1);
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let mut store = ParquetStore::open(&root).unwrap();
+        let (mut compacted, mut idle) = (0, 0);
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            match store.compact(&mut |_| {}) {
+                Ok(stats) if stats.rows_rewritten > 0 => compacted += 1,
+                Ok(_) => idle += 1,
+                Err(e) => panic!("compaction: {e}"),
+            }
+        }
+        appender.join().unwrap();
+        (compacted, idle)
+    });
+    eprintln!("{compacted} compactions committed, {idle} found nothing to merge");
+    assert!(compacted > 0, "no compaction committed beside the appends");
+    let reopened = ParquetStore::open(&root).unwrap();
+    let counts = reopened.counts().unwrap();
+    assert_eq!(counts.traces, before.traces + appends as u64);
+    assert_eq!(counts.steps, before.steps + appends as u64);
+    let ids = reopened.trace_ids().unwrap();
+    for i in 0..appends {
+        assert!(
+            ids.contains(&format!("late-{i:03}")),
+            "late-{i:03} was lost"
+        );
+    }
+    let mut steps = 0;
+    reopened
+        .for_each_trace(&mut |t| {
+            steps += t.steps.len() as u64;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(steps, counts.steps);
+}

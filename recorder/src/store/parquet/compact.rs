@@ -5,12 +5,14 @@
 //! thousands of small files; every read opens each one and decompresses each column chunk
 //! apart. Compaction keeps every row as it is (the same `trace_seq` and `write_seq`, so
 //! storage order and which trace row is newest do not change) but drops trace rows a later
-//! row replaced. Crash safety is an append's: new parts under fresh names, then the manifest's
-//! rename is the commit point; the replaced files and manifests are deleted after it, or by
-//! the next writer if the process dies first.
+//! row replaced. Crash safety is an append's: new parts under fresh names, then linking the
+//! manifest into place is the commit point; the replaced files and manifests are deleted after
+//! it, or by the next writer if the process dies first. Appends may go on meanwhile: the
+//! manifest takes the next free number and supersedes only the commits it read.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchReader, UInt32Array, UInt64Array};
@@ -20,8 +22,8 @@ use arrow::datatypes::SchemaRef;
 use super::columns::{TRACE_SEQ, WRITE_SEQ, step_schema, trace_schema};
 use super::manifest::{Commit, Marker, PartInfo, commit_file_name};
 use super::{
-    COMMITS_DIR, FORMAT_NAME, FORMAT_VERSION, MARKER_FILE, ParquetStore, atomic_write, io_error,
-    nonce, parquet_error, sync_dir,
+    COMMITS_DIR, FORMAT_NAME, FORMAT_VERSION, MARKER_FILE, ParquetStore, atomic_write, commit_new,
+    io_error, nonce, parquet_error, sync_dir,
 };
 use crate::error::{RecorderError, Result};
 use crate::store::CompactStats;
@@ -29,6 +31,9 @@ use crate::store::CompactStats;
 /// At most this many rows go to one compacted part, so a large partition still gives readers
 /// several files to share out among cores.
 pub(super) const COMPACT_PART_ROWS: u64 = 1 << 20;
+/// How many times a compaction's commit tries the next sequence number when appends keep
+/// taking it.
+const COMMIT_ATTEMPTS: u32 = 1000;
 /// Rows gathered per output batch when parts that overlap are merged.
 const MERGE_BATCH_ROWS: usize = 64 * 1024;
 
@@ -37,9 +42,13 @@ type RowAt = (usize, usize);
 
 impl ParquetStore {
     /// Rewrite every partition held in more than one part file as parts of up to
-    /// [`COMPACT_PART_ROWS`] rows, and commit them in place of every commit so far.
+    /// [`COMPACT_PART_ROWS`] rows, and commit them in place of every commit so far (appends
+    /// committed while it runs stay as they are).
     /// `progress` gets the number of step rows rewritten as they are written.
     pub fn compact(&mut self, progress: &mut dyn FnMut(u64)) -> Result<CompactStats> {
+        // Held until the end: writers leave the uncommitted files alone meanwhile, so the
+        // parts being written here are not taken for an append's leftovers.
+        let _lock = self.lock_compaction()?;
         let commits = self.commits()?;
         let last_seq = commits.last().map_or(0, |c| c.seq);
         let trace_parts = by_partition(commits.iter().flat_map(|c| &c.trace_parts));
@@ -62,9 +71,10 @@ impl ParquetStore {
                 rows_rewritten: 0,
             });
         }
-        let seq = last_seq + 1;
         let mut commit = Commit {
-            seq,
+            // The parts are named by it; the manifest takes the next free number when it
+            // commits (appends may commit meanwhile).
+            seq: last_seq + 1,
             new_traces: commits.iter().map(|c| c.new_traces).sum(),
             new_steps: commits.iter().map(|c| c.new_steps).sum(),
             new_failed_steps: commits.iter().map(|c| c.new_failed_steps).sum(),
@@ -74,16 +84,18 @@ impl ParquetStore {
         };
         let mut created = Vec::new();
         let mut rows_rewritten = 0;
-        let written = self.write_compacted(
-            &trace_parts,
-            &step_parts,
-            &mut commit,
-            &mut created,
-            &mut |rows| {
-                rows_rewritten += rows;
-                progress(rows);
-            },
-        );
+        let written = self
+            .write_compacted(
+                &trace_parts,
+                &step_parts,
+                &mut commit,
+                &mut created,
+                &mut |rows| {
+                    rows_rewritten += rows;
+                    progress(rows);
+                },
+            )
+            .and_then(|()| self.commit_compaction(&mut commit));
         if let Err(e) = written {
             for path in created.iter().rev() {
                 let _ = fs::remove_file(path);
@@ -93,8 +105,20 @@ impl ParquetStore {
         // Committed: what it replaced can go. The writer's index is rebuilt on the next append.
         self.index = None;
         self.remove_superseded()?;
-        let live = self.commits()?;
-        self.remove_uncommitted(&live, seq)?;
+        let kept: HashSet<&str> = commit
+            .trace_parts
+            .iter()
+            .chain(&commit.step_parts)
+            .map(|p| p.file.as_str())
+            .collect();
+        for part in before.iter().filter(|p| !kept.contains(p.file.as_str())) {
+            let path = self.part_path(part);
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&path, e)),
+            }
+        }
         let after: Vec<&PartInfo> = commit
             .trace_parts
             .iter()
@@ -110,7 +134,33 @@ impl ParquetStore {
         })
     }
 
-    /// Write the compacted parts into `commit`, then its manifest (the commit point).
+    /// Commit the compaction's manifest under the next free sequence number. Commits appended
+    /// since it began stay live beside it (they come after `compacts_through`); an append
+    /// that takes the number first makes it try the next.
+    fn commit_compaction(&self, commit: &mut Commit) -> Result<()> {
+        // A build that knows only version 1 would read the superseded commits too.
+        self.mark_compacted()?;
+        let mut attempts = 0;
+        loop {
+            let newest = self.every_commit()?.last().map_or(0, |c| c.seq);
+            commit.seq = commit.seq.max(newest + 1);
+            let manifest = self
+                .root
+                .join(COMMITS_DIR)
+                .join(commit_file_name(commit.seq));
+            let text =
+                serde_json::to_string_pretty(commit).map_err(|e| parquet_error(&manifest, e))?;
+            // Not in `created`: when this fails, the file there is another writer's commit.
+            match commit_new(&manifest, text.as_bytes()) {
+                Err(RecorderError::ConcurrentCommit { .. }) if attempts < COMMIT_ATTEMPTS => {
+                    attempts += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Write the compacted parts and list them in `commit`.
     fn write_compacted(
         &self,
         trace_parts: &BTreeMap<String, Vec<&PartInfo>>,
@@ -143,15 +193,7 @@ impl ParquetStore {
         for dir in &dirs {
             sync_dir(&dir.split('/').fold(self.root.clone(), |p, s| p.join(s)))?;
         }
-        // A build that knows only version 1 would read the superseded commits too.
-        self.mark_compacted()?;
-        let manifest = self
-            .root
-            .join(COMMITS_DIR)
-            .join(commit_file_name(commit.seq));
-        let text = serde_json::to_string_pretty(commit).map_err(|e| parquet_error(&manifest, e))?;
-        created.push(manifest.clone());
-        atomic_write(&manifest, text.as_bytes())
+        Ok(())
     }
 
     /// One partition's trace rows, the newest row of each trace only, in storage order.

@@ -2,7 +2,7 @@
 //! and removing the leftovers of appends that never committed.
 
 use std::collections::HashSet;
-use std::fs;
+use std::fs::{self, File, TryLockError};
 use std::io::ErrorKind;
 use std::sync::Arc;
 
@@ -61,7 +61,49 @@ pub(super) fn part_seq(name: &str) -> Option<u64> {
     rest.split('-').next()?.parse().ok()
 }
 
+/// The file a compaction holds locked while it runs (an advisory lock, released when its
+/// process ends however it ends).
+const COMPACT_LOCK: &str = "_compact.lock";
+
 impl ParquetStore {
+    /// Lock the dataset for a compaction. A writer removing leftovers holds the lock for a
+    /// moment, so this waits a few seconds before it fails, as it does while another
+    /// compaction runs.
+    pub(super) fn lock_compaction(&self) -> Result<File> {
+        let waited = std::time::Instant::now();
+        loop {
+            if let Some(lock) = self.try_lock_compaction()? {
+                return Ok(lock);
+            }
+            if waited.elapsed() > std::time::Duration::from_secs(5) {
+                return Err(RecorderError::Parquet {
+                    path: self.root.join(COMPACT_LOCK),
+                    message: "another process is compacting this dataset; run it again once \
+                              that is done"
+                        .into(),
+                });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// The compaction lock, or `None` while a compaction holds it. A writer removes leftover
+    /// files only while holding it: a running compaction's parts are not committed yet.
+    pub(super) fn try_lock_compaction(&self) -> Result<Option<File>> {
+        let path = self.root.join(COMPACT_LOCK);
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error(&path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(io_error(&path, e)),
+        }
+    }
+
     /// The commits that make up the dataset, oldest first: every committed append since the
     /// last compaction, which comes first.
     pub(super) fn commits(&self) -> Result<Vec<Arc<Commit>>> {
@@ -73,7 +115,7 @@ impl ParquetStore {
     }
 
     /// Every manifest in `_commits/`, superseded ones included, oldest first.
-    fn every_commit(&self) -> Result<Vec<Arc<Commit>>> {
+    pub(super) fn every_commit(&self) -> Result<Vec<Arc<Commit>>> {
         let dir = self.root.join(COMMITS_DIR);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,

@@ -10,12 +10,14 @@
 //!
 //! Every append writes at most one traces part and one steps part per partition, each to a
 //! hidden temporary name, fsynced, then renamed; the append becomes visible to this crate when
-//! its manifest is renamed into `_commits/` (the commit point), so an append that fails or
+//! its manifest is linked into `_commits/` (the commit point), so an append that fails or
 //! crashes half way is never read. Files are never rewritten; compaction (`compact.rs`) writes
 //! new ones in place of many and commits them the same way. The column layout, partitioning
 //! and read rules are documented in `docs/parquet-schema.md`.
 //!
-//! One process writes a dataset at a time; any number may read it meanwhile.
+//! One process appends to a dataset at a time, and a compaction may run beside it; any number
+//! may read it meanwhile. Manifests are committed by a link that fails when the sequence
+//! number is taken, so two writers never replace each other's commit.
 
 mod columns;
 mod compact;
@@ -120,6 +122,41 @@ pub(super) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         return Err(io_error(path, e));
     }
     sync_dir(dir)
+}
+
+/// Commit a manifest: write `bytes` under a temporary name beside `path`, fsync, then link it
+/// to `path` only if no file is there, and fsync the directory. A rename would replace a
+/// manifest another writer committed under the same sequence number in the meantime, and
+/// that commit's parts would then be unlisted and deleted; a link fails instead
+/// ([`RecorderError::ConcurrentCommit`]) and this commit writes nothing.
+pub(super) fn commit_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| parquet_error(path, "a file path needs a directory"))?;
+    fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.tmp-{}", nonce()));
+    let written = File::create(&temp).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.sync_all()
+    });
+    let linked = written.and_then(|()| match fs::hard_link(&temp, path) {
+        // A file system without links (some network mounts): check, then rename. Another
+        // writer could still slip in between; on local disks the link above rules that out.
+        Err(e) if e.kind() != ErrorKind::AlreadyExists && !path.exists() => fs::rename(&temp, path),
+        other => other,
+    });
+    let _ = fs::remove_file(&temp);
+    match linked {
+        Ok(()) => sync_dir(dir),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(RecorderError::ConcurrentCommit {
+            path: path.to_path_buf(),
+        }),
+        Err(e) => Err(io_error(path, e)),
+    }
 }
 
 /// A [`TraceStore`] in a directory of Parquet part files.
@@ -374,6 +411,28 @@ impl TraceStore for ParquetStore {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_commit_never_replaces_a_manifest_already_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir
+            .path()
+            .join("_commits")
+            .join("00000000000000000001.json");
+        commit_new(&manifest, b"first").unwrap();
+        let err = commit_new(&manifest, b"second").unwrap_err();
+        assert!(
+            matches!(err, RecorderError::ConcurrentCommit { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("run it again"), "{err}");
+        assert_eq!(fs::read(&manifest).unwrap(), b"first");
+        let left: Vec<_> = fs::read_dir(dir.path().join("_commits"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left.len(), 1, "no temporary file is left: {left:?}");
+    }
 
     #[test]
     fn one_append_writes_one_part_per_partition_and_a_manifest() {

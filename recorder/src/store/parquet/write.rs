@@ -15,7 +15,7 @@ use parquet::file::properties::WriterProperties;
 use super::columns::{self, TRACE_SEQ, TraceRowOut};
 use super::manifest::{Commit, PartInfo, commit_file_name};
 use super::{
-    COMMITS_DIR, ParquetStore, UNKNOWN_DATE, atomic_write, io_error, nonce, parquet_error, sync_dir,
+    COMMITS_DIR, ParquetStore, UNKNOWN_DATE, commit_new, io_error, nonce, parquet_error, sync_dir,
 };
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedTrace, Timestamp};
@@ -121,8 +121,14 @@ impl ParquetStore {
                 })?;
             }
         }
-        self.remove_uncommitted(commits, last_seq)?;
-        self.remove_superseded()?;
+        // Not while a compaction runs (its parts are not committed yet), and against the
+        // manifests as they are once the lock is held: a compaction may have committed since
+        // `commits` was read, and its parts must not pass for leftovers.
+        if let Some(_lock) = self.try_lock_compaction()? {
+            let now = self.commits()?;
+            self.remove_uncommitted(&now, now.last().map_or(0, |c| c.seq))?;
+            self.remove_superseded()?;
+        }
         Ok(WriterIndex {
             last_seq,
             next_trace_seq,
@@ -179,7 +185,7 @@ impl ParquetStore {
             rows: 0,
         })
     }
-    /// Write the parts and the manifest of one append; the manifest's rename is the commit.
+    /// Write the parts and the manifest of one append; linking the manifest into place is the commit.
     fn commit(
         &self,
         seq: u64,
@@ -230,10 +236,13 @@ impl ParquetStore {
         let manifest = self.root.join(COMMITS_DIR).join(commit_file_name(seq));
         let text =
             serde_json::to_string_pretty(&commit).map_err(|e| parquet_error(&manifest, e))?;
-        created.push(manifest.clone());
-        atomic_write(&manifest, text.as_bytes())
+        // Not in `created`: when this fails, the file there is another writer's commit.
+        commit_new(&manifest, text.as_bytes())
     }
 }
+
+/// How many times an append stages again when another writer takes its sequence number.
+const COMMIT_ATTEMPTS: u32 = 100;
 
 /// A part file being written: rows go to a temporary file, renamed into place when finished.
 pub(super) struct PartFile {
@@ -278,6 +287,25 @@ impl ParquetStore {
         steps: &[StepView<'_>],
     ) -> Result<AppendStats> {
         validate_batch(traces, steps)?;
+        let mut attempts = 0;
+        loop {
+            match self.append_once(traces, steps) {
+                // Another writer (a compaction) took the sequence number: nothing was written;
+                // stage again against what it committed.
+                Err(RecorderError::ConcurrentCommit { .. }) if attempts < COMMIT_ATTEMPTS => {
+                    attempts += 1;
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// One try of [`ParquetStore::append_views`] at the next sequence number.
+    fn append_once(
+        &mut self,
+        traces: &[ObservedTrace],
+        steps: &[StepView<'_>],
+    ) -> Result<AppendStats> {
         let last_seq = self.refresh_index()?;
         let Some(index) = self.index.as_ref() else {
             return Err(parquet_error(&self.root, "the writer index is missing"));
@@ -323,13 +351,29 @@ impl ParquetStore {
     /// Rebuild the writer's index unless it reflects the newest commit (another handle may
     /// have committed meanwhile); the newest commit's sequence number.
     fn refresh_index(&mut self) -> Result<u64> {
-        let commits = self.commits()?;
-        let last_seq = commits.last().map_or(0, |c| c.seq);
-        let stale = self.index.as_ref().is_none_or(|i| i.last_seq != last_seq);
-        if stale {
-            self.index = Some(self.build_index(&commits)?);
+        let mut attempts = 0;
+        loop {
+            let commits = self.commits()?;
+            let last_seq = commits.last().map_or(0, |c| c.seq);
+            let stale = self.index.as_ref().is_none_or(|i| i.last_seq != last_seq);
+            if !stale {
+                return Ok(last_seq);
+            }
+            match self.build_index(&commits) {
+                Ok(index) => {
+                    self.index = Some(index);
+                    return Ok(last_seq);
+                }
+                // A compaction committed after the manifests were read and removed the parts
+                // they list: read them again.
+                Err(RecorderError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && attempts < 3 =>
+                {
+                    attempts += 1;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        Ok(last_seq)
     }
 }
 
