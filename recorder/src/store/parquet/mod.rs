@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! <dir>/_chainweaver.json                          format marker and version
-//! <dir>/_commits/<seq>.json                        one manifest per committed append (or compaction)
+//! <dir>/_commits/<seq>.json                        one manifest per append or compaction
 //! <dir>/traces/date=YYYY-MM-DD/part-<seq>-<nonce>.parquet
 //! <dir>/steps/date=YYYY-MM-DD/part-<seq>-<nonce>.parquet
 //! <dir>/documents/<kind>/<key>.json

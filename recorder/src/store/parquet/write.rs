@@ -185,7 +185,9 @@ impl ParquetStore {
             rows: 0,
         })
     }
-    /// Write the parts and the manifest of one append; linking the manifest into place is the commit.
+
+    /// Write the parts and the manifest of one append; linking the manifest into place is the
+    /// commit.
     fn commit(
         &self,
         seq: u64,
