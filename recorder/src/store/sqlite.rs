@@ -513,13 +513,15 @@ impl SqliteStore {
         })
     }
 
-    /// The database file and its write-ahead log: how many exist, and their bytes.
+    /// The database file and its write-ahead log (when it holds anything): how many, and
+    /// their bytes.
     fn disk_size(&self) -> (u64, u64) {
         let mut wal = self.path.clone().into_os_string();
         wal.push("-wal");
         [self.path.clone(), PathBuf::from(wal)]
             .iter()
             .filter_map(|path| std::fs::metadata(path).ok())
+            .filter(|m| m.len() > 0)
             .fold((0, 0), |(files, bytes), m| (files + 1, bytes + m.len()))
     }
 
