@@ -869,7 +869,6 @@ fn compacting_while_another_handle_appends_loses_no_append() {
     fill_with_many_appends(&mut seed);
     let before = seed.counts().unwrap();
     let appends = 150;
-    let done = std::sync::atomic::AtomicBool::new(false);
     let (compacted, idle) = std::thread::scope(|scope| {
         let appender = scope.spawn(|| {
             let mut store = ParquetStore::open(&root).unwrap();
@@ -885,21 +884,21 @@ fn compacting_while_another_handle_appends_loses_no_append() {
                     .unwrap_or_else(|e| panic!("append {i}: {e}"));
                 assert_eq!(stats.steps, 1);
             }
-            done.store(true, std::sync::atomic::Ordering::SeqCst);
         });
         let mut store = ParquetStore::open(&root).unwrap();
         let (mut compacted, mut idle) = (0, 0);
-        // At least once, however soon the appender is done: the filled store has parts to
-        // merge.
+        // At least once, however soon the appender is done (the filled store has parts to
+        // merge), then while it runs; a panicking appender ends the loop too.
         loop {
             match store.compact(&mut |_| {}) {
                 Ok(stats) if stats.rows_rewritten > 0 => compacted += 1,
                 Ok(_) => idle += 1,
                 Err(e) => panic!("compaction: {e}"),
             }
-            if done.load(std::sync::atomic::Ordering::SeqCst) {
+            if appender.is_finished() {
                 break;
             }
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
         appender.join().unwrap();
         (compacted, idle)
