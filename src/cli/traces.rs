@@ -63,8 +63,8 @@ pub enum TracesCommand {
     /// appends (a recorder's batches, imports, `collect`) holds many small part files, and every
     /// read opens each one: compaction merges each day partition's parts into files of up to
     /// about a million rows, keeping every row as written except trace rows a later append
-    /// replaced. A SQLite store is vacuumed. It may run while a recorder or `collect` appends
-    /// to the store: what they commit meanwhile stays as written, for the next compaction. A
+    /// replaced. A SQLite store is vacuumed. If a recorder or `collect` commits an append
+    /// while it runs, it stops without changing anything: run it again when appends pause. A
     /// reader that is mid-way through a read when the old files go may fail, and works when it
     /// reads again. Prints the files and bytes before and after (with
     /// `--format json`: `files_before`, `files_after`, `bytes_before`, `bytes_after`,

@@ -7,13 +7,14 @@
 //! storage order and which trace row is newest do not change) but drops trace rows a later
 //! row replaced. Crash safety is an append's: new parts under fresh names, then linking the
 //! manifest into place is the commit point; the replaced files and manifests are deleted after
-//! it, or by the next writer if the process dies first. Appends may go on meanwhile: the
-//! manifest takes the next free number and supersedes only the commits it read.
+//! it, or by the next writer if the process dies first. An append committed meanwhile makes
+//! the commit fail, and the compaction changes nothing.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchReader, UInt32Array, UInt64Array};
 use arrow::compute::interleave;
@@ -31,9 +32,6 @@ use crate::store::CompactStats;
 /// At most this many rows go to one compacted part, so a large partition still gives readers
 /// several files to share out among cores.
 pub(super) const COMPACT_PART_ROWS: u64 = 1 << 20;
-/// How many times a compaction's commit tries the next sequence number when appends keep
-/// taking it.
-const COMMIT_ATTEMPTS: u32 = 1000;
 /// Rows gathered per output batch when parts that overlap are merged.
 const MERGE_BATCH_ROWS: usize = 64 * 1024;
 
@@ -42,14 +40,15 @@ type RowAt = (usize, usize);
 
 impl ParquetStore {
     /// Rewrite every partition held in more than one part file as parts of up to
-    /// [`COMPACT_PART_ROWS`] rows, and commit them in place of every commit so far (appends
-    /// committed while it runs stay as they are).
+    /// [`COMPACT_PART_ROWS`] rows, and commit them in place of every commit so far. Fails
+    /// with [`RecorderError::ConcurrentCommit`], changing nothing, when an append commits
+    /// while it runs.
     /// `progress` gets the number of step rows rewritten as they are written.
     pub fn compact(&mut self, progress: &mut dyn FnMut(u64)) -> Result<CompactStats> {
         // Held until the end: writers leave the uncommitted files alone meanwhile, so the
         // parts being written here are not taken for an append's leftovers.
         let _lock = self.lock_compaction()?;
-        let commits = self.commits()?;
+        let commits = unbroken_run(self.every_commit()?);
         let last_seq = commits.last().map_or(0, |c| c.seq);
         let trace_parts = by_partition(commits.iter().flat_map(|c| &c.trace_parts));
         let step_parts = by_partition(commits.iter().flat_map(|c| &c.step_parts));
@@ -72,8 +71,6 @@ impl ParquetStore {
             });
         }
         let mut commit = Commit {
-            // The parts are named by it; the manifest takes the next free number when it
-            // commits (appends may commit meanwhile).
             seq: last_seq + 1,
             new_traces: commits.iter().map(|c| c.new_traces).sum(),
             new_steps: commits.iter().map(|c| c.new_steps).sum(),
@@ -95,7 +92,7 @@ impl ParquetStore {
                     progress(rows);
                 },
             )
-            .and_then(|()| self.commit_compaction(&mut commit));
+            .and_then(|()| self.commit_compaction(&commit));
         if let Err(e) = written {
             for path in created.iter().rev() {
                 let _ = fs::remove_file(path);
@@ -134,30 +131,21 @@ impl ParquetStore {
         })
     }
 
-    /// Commit the compaction's manifest under the next free sequence number. Commits appended
-    /// since it began stay live beside it (they come after `compacts_through`); an append
-    /// that takes the number first makes it try the next.
-    fn commit_compaction(&self, commit: &mut Commit) -> Result<()> {
+    /// Commit the compaction's manifest as the number after the last commit it read. When an
+    /// append has taken that number meanwhile, the commit fails
+    /// ([`RecorderError::ConcurrentCommit`]) and the compaction changes nothing: superseding
+    /// only when nothing was committed since it read the manifests is what makes sure no
+    /// commit is superseded unread.
+    fn commit_compaction(&self, commit: &Commit) -> Result<()> {
         // A build that knows only version 1 would read the superseded commits too.
         self.mark_compacted()?;
-        let mut attempts = 0;
-        loop {
-            let newest = self.every_commit()?.last().map_or(0, |c| c.seq);
-            commit.seq = commit.seq.max(newest + 1);
-            let manifest = self
-                .root
-                .join(COMMITS_DIR)
-                .join(commit_file_name(commit.seq));
-            let text =
-                serde_json::to_string_pretty(commit).map_err(|e| parquet_error(&manifest, e))?;
-            // Not in `created`: when this fails, the file there is another writer's commit.
-            match commit_new(&manifest, text.as_bytes()) {
-                Err(RecorderError::ConcurrentCommit { .. }) if attempts < COMMIT_ATTEMPTS => {
-                    attempts += 1;
-                }
-                done => return done,
-            }
-        }
+        let manifest = self
+            .root
+            .join(COMMITS_DIR)
+            .join(commit_file_name(commit.seq));
+        let text = serde_json::to_string_pretty(commit).map_err(|e| parquet_error(&manifest, e))?;
+        // Not in `created`: when this fails, the file there is another writer's commit.
+        commit_new(&manifest, text.as_bytes())
     }
 
     /// Write the compacted parts and list them in `commit`.
@@ -311,6 +299,26 @@ impl ParquetStore {
         let text = serde_json::to_string_pretty(&marker).map_err(|e| parquet_error(&path, e))?;
         atomic_write(&path, text.as_bytes())
     }
+}
+
+/// The live commits of a listing of every manifest, up to the first missing number.
+///
+/// Commit numbers run without a gap from the one after the newest compaction's
+/// `compacts_through`. A listing made while another writer commits can hold a new manifest
+/// yet miss one committed just before it; a compaction must not supersede that one unread,
+/// so it takes only the unbroken run (an empty one when the first is missing).
+fn unbroken_run(every: Vec<Arc<Commit>>) -> Vec<Arc<Commit>> {
+    let through = every
+        .iter()
+        .filter_map(|c| c.compacts_through)
+        .max()
+        .unwrap_or(0);
+    let live = every.into_iter().filter(|c| c.seq > through);
+    (through + 1..)
+        .zip(live)
+        .take_while(|(expected, commit)| commit.seq == *expected)
+        .map(|(_, commit)| commit)
+        .collect()
 }
 
 /// Parts grouped by partition, each group in commit order.
@@ -518,6 +526,37 @@ mod tests {
             min_trace_seq: min,
             max_trace_seq: max,
         }
+    }
+
+    fn commit(seq: u64, compacts_through: Option<u64>) -> Arc<Commit> {
+        Arc::new(Commit {
+            seq,
+            new_traces: 1,
+            new_steps: 1,
+            new_failed_steps: 0,
+            trace_parts: Vec::new(),
+            step_parts: Vec::new(),
+            compacts_through,
+        })
+    }
+
+    fn seqs(run: &[Arc<Commit>]) -> Vec<u64> {
+        run.iter().map(|c| c.seq).collect()
+    }
+
+    #[test]
+    fn a_compaction_takes_the_commits_up_to_the_first_missing_number() {
+        let every = |seqs: &[u64]| seqs.iter().map(|&s| commit(s, None)).collect::<Vec<_>>();
+        assert_eq!(seqs(&unbroken_run(every(&[1, 2, 3]))), [1, 2, 3]);
+        // 3 was committed while the manifests were listed, and the listing missed it.
+        assert_eq!(seqs(&unbroken_run(every(&[1, 2, 4]))), [1, 2]);
+        assert!(unbroken_run(every(&[2, 3])).is_empty());
+        // After a compaction through 5 (committed as 7, appends 6 and 8 beside it).
+        let mut listed = every(&[4, 5, 6, 8]);
+        listed.insert(3, commit(7, Some(5)));
+        assert_eq!(seqs(&unbroken_run(listed.clone())), [6, 7, 8]);
+        listed.retain(|c| c.seq != 6);
+        assert!(unbroken_run(listed).is_empty());
     }
 
     #[test]

@@ -64,6 +64,9 @@ pub(super) fn part_seq(name: &str) -> Option<u64> {
 /// The file a compaction holds locked while it runs (an advisory lock, released when its
 /// process ends however it ends).
 const COMPACT_LOCK: &str = "_compact.lock";
+/// How many times a torn listing of the manifests is read again before it is taken for a
+/// missing manifest.
+const LISTING_ATTEMPTS: u32 = 100;
 
 impl ParquetStore {
     /// Lock the dataset for a compaction. A writer removing leftovers holds the lock for a
@@ -115,11 +118,43 @@ impl ParquetStore {
     }
 
     /// Every manifest in `_commits/`, superseded ones included, oldest first.
+    ///
+    /// A listing is not a snapshot: made while another process commits, or while a compaction
+    /// removes the manifests it superseded, it can hold a manifest and miss the one committed
+    /// just before it, or name one that is gone when read. So it is read again until the live
+    /// commits' numbers run without a gap from the one after the newest `compacts_through`
+    /// and every manifest it names was read.
     pub(super) fn every_commit(&self) -> Result<Vec<Arc<Commit>>> {
+        for _ in 0..LISTING_ATTEMPTS {
+            if let Some(commits) = self.list_commits()? {
+                let through = commits
+                    .iter()
+                    .filter_map(|c| c.compacts_through)
+                    .max()
+                    .unwrap_or(0);
+                let whole = commits
+                    .iter()
+                    .filter(|c| c.seq > through)
+                    .zip(through + 1..)
+                    .all(|(c, expected)| c.seq == expected);
+                if whole {
+                    return Ok(commits);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        Err(RecorderError::CorruptStore {
+            path: self.root.join(COMMITS_DIR),
+            message: "a commit manifest is missing: the commit numbers have a gap".into(),
+        })
+    }
+
+    /// One listing of `_commits/`, sorted; `None` when a manifest it named was gone when read.
+    fn list_commits(&self) -> Result<Option<Vec<Arc<Commit>>>> {
         let dir = self.root.join(COMMITS_DIR);
         let entries = match fs::read_dir(&dir) {
             Ok(entries) => entries,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Some(Vec::new())),
             Err(e) => return Err(io_error(&dir, e)),
         };
         // Manifests never change once committed: parse each one once per handle.
@@ -146,7 +181,11 @@ impl ParquetStore {
                 continue;
             }
             let file = entry.path();
-            let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
+            let text = match fs::read_to_string(&file) {
+                Ok(text) => text,
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(io_error(&file, e)),
+            };
             let commit: Commit =
                 serde_json::from_str(&text).map_err(|e| RecorderError::CorruptStore {
                     path: file.clone(),
@@ -157,7 +196,7 @@ impl ParquetStore {
             commits.push(commit);
         }
         commits.sort_by_key(|c| c.seq);
-        Ok(commits)
+        Ok(Some(commits))
     }
 
     /// Delete the manifests a compaction superseded (it deletes them itself once committed;

@@ -15,8 +15,8 @@
 //! new ones in place of many and commits them the same way. The column layout, partitioning
 //! and read rules are documented in `docs/parquet-schema.md`.
 //!
-//! One process appends to a dataset at a time, and a compaction may run beside it; any number
-//! may read it meanwhile. Manifests are committed by a link that fails when the sequence
+//! One process appends to a dataset at a time, and a compaction may be started beside it (it
+//! fails, changing nothing, if an append commits first); any number may read it meanwhile. Manifests are committed by a link that fails when the sequence
 //! number is taken, so two writers never replace each other's commit.
 
 mod columns;

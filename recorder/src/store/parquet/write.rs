@@ -243,7 +243,8 @@ impl ParquetStore {
     }
 }
 
-/// How many times an append stages again when another writer takes its sequence number.
+/// How many times an append stages again when another writer takes its sequence number, or
+/// reads the manifests again when a compaction removed parts they listed.
 const COMMIT_ATTEMPTS: u32 = 100;
 
 /// A part file being written: rows go to a temporary file, renamed into place when finished.
@@ -367,9 +368,11 @@ impl ParquetStore {
                     return Ok(last_seq);
                 }
                 // A compaction committed after the manifests were read and removed the parts
-                // they list: read them again.
+                // they list: read them again (a compaction running in a loop beside this
+                // writer can do that several times in a row).
                 Err(RecorderError::Io { source, .. })
-                    if source.kind() == std::io::ErrorKind::NotFound && attempts < 3 =>
+                    if source.kind() == std::io::ErrorKind::NotFound
+                        && attempts < COMMIT_ATTEMPTS =>
                 {
                     attempts += 1;
                 }
