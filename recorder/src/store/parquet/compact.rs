@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, RecordBatch, RecordBatchReader, UInt32Array, UInt64Array};
 use arrow::compute::interleave;
@@ -48,7 +47,7 @@ impl ParquetStore {
         // Held until the end: writers leave the uncommitted files alone meanwhile, so the
         // parts being written here are not taken for an append's leftovers.
         let _lock = self.lock_compaction()?;
-        let commits = unbroken_run(self.every_commit()?);
+        let commits = self.commits()?;
         let last_seq = commits.last().map_or(0, |c| c.seq);
         let trace_parts = by_partition(commits.iter().flat_map(|c| &c.trace_parts));
         let step_parts = by_partition(commits.iter().flat_map(|c| &c.step_parts));
@@ -301,26 +300,6 @@ impl ParquetStore {
     }
 }
 
-/// The live commits of a listing of every manifest, up to the first missing number.
-///
-/// Commit numbers run without a gap from the one after the newest compaction's
-/// `compacts_through`. A listing made while another writer commits can hold a new manifest
-/// yet miss one committed just before it; a compaction must not supersede that one unread,
-/// so it takes only the unbroken run (an empty one when the first is missing).
-fn unbroken_run(every: Vec<Arc<Commit>>) -> Vec<Arc<Commit>> {
-    let through = every
-        .iter()
-        .filter_map(|c| c.compacts_through)
-        .max()
-        .unwrap_or(0);
-    let live = every.into_iter().filter(|c| c.seq > through);
-    (through + 1..)
-        .zip(live)
-        .take_while(|(expected, commit)| commit.seq == *expected)
-        .map(|(_, commit)| commit)
-        .collect()
-}
-
 /// Parts grouped by partition, each group in commit order.
 fn by_partition<'a>(
     parts: impl Iterator<Item = &'a PartInfo>,
@@ -526,37 +505,6 @@ mod tests {
             min_trace_seq: min,
             max_trace_seq: max,
         }
-    }
-
-    fn commit(seq: u64, compacts_through: Option<u64>) -> Arc<Commit> {
-        Arc::new(Commit {
-            seq,
-            new_traces: 1,
-            new_steps: 1,
-            new_failed_steps: 0,
-            trace_parts: Vec::new(),
-            step_parts: Vec::new(),
-            compacts_through,
-        })
-    }
-
-    fn seqs(run: &[Arc<Commit>]) -> Vec<u64> {
-        run.iter().map(|c| c.seq).collect()
-    }
-
-    #[test]
-    fn a_compaction_takes_the_commits_up_to_the_first_missing_number() {
-        let every = |seqs: &[u64]| seqs.iter().map(|&s| commit(s, None)).collect::<Vec<_>>();
-        assert_eq!(seqs(&unbroken_run(every(&[1, 2, 3]))), [1, 2, 3]);
-        // 3 was committed while the manifests were listed, and the listing missed it.
-        assert_eq!(seqs(&unbroken_run(every(&[1, 2, 4]))), [1, 2]);
-        assert!(unbroken_run(every(&[2, 3])).is_empty());
-        // After a compaction through 5 (committed as 7, appends 6 and 8 beside it).
-        let mut listed = every(&[4, 5, 6, 8]);
-        listed.insert(3, commit(7, Some(5)));
-        assert_eq!(seqs(&unbroken_run(listed.clone())), [6, 7, 8]);
-        listed.retain(|c| c.seq != 6);
-        assert!(unbroken_run(listed).is_empty());
     }
 
     #[test]

@@ -102,34 +102,17 @@ pub(super) fn sync_dir(dir: &Path) -> Result<()> {
 /// Write `bytes` to `path` atomically: a temporary file beside it, fsync, rename, fsync the
 /// directory. Readers see the old content or the new, never a mix.
 pub(super) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| parquet_error(path, "a file path needs a directory"))?;
-    fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.tmp-{}", nonce()));
-    let written = File::create(&temp)
-        .and_then(|mut file| {
-            file.write_all(bytes)?;
-            file.sync_all()
-        })
-        .and_then(|()| fs::rename(&temp, path));
-    if let Err(e) = written {
+    let (dir, temp) = write_beside(path, bytes)?;
+    if let Err(e) = fs::rename(&temp, path) {
         let _ = fs::remove_file(&temp);
         return Err(io_error(path, e));
     }
-    sync_dir(dir)
+    sync_dir(&dir)
 }
 
-/// Commit a manifest: write `bytes` under a temporary name beside `path`, fsync, then link it
-/// to `path` only if no file is there, and fsync the directory. A rename would replace a
-/// manifest another writer committed under the same sequence number in the meantime, and
-/// that commit's parts would then be unlisted and deleted; a link fails instead
-/// ([`RecorderError::ConcurrentCommit`]) and this commit writes nothing.
-pub(super) fn commit_new(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Write `bytes` to a fresh temporary file in `path`'s directory (created when missing) and
+/// fsync it; the directory and the temporary file's path.
+fn write_beside(path: &Path, bytes: &[u8]) -> Result<(PathBuf, PathBuf)> {
     let dir = path
         .parent()
         .ok_or_else(|| parquet_error(path, "a file path needs a directory"))?;
@@ -143,15 +126,29 @@ pub(super) fn commit_new(path: &Path, bytes: &[u8]) -> Result<()> {
         file.write_all(bytes)?;
         file.sync_all()
     });
-    let linked = written.and_then(|()| match fs::hard_link(&temp, path) {
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(io_error(path, e));
+    }
+    Ok((dir.to_path_buf(), temp))
+}
+
+/// Commit a manifest: write `bytes` under a temporary name beside `path`, fsync, then link it
+/// to `path` only if no file is there, and fsync the directory. A rename would replace a
+/// manifest another writer committed under the same sequence number in the meantime, and
+/// that commit's parts would then be unlisted and deleted; a link fails instead
+/// ([`RecorderError::ConcurrentCommit`]) and this commit writes nothing.
+pub(super) fn commit_new(path: &Path, bytes: &[u8]) -> Result<()> {
+    let (dir, temp) = write_beside(path, bytes)?;
+    let linked = match fs::hard_link(&temp, path) {
         // A file system without links (some network mounts): check, then rename. Another
         // writer could still slip in between; on local disks the link above rules that out.
         Err(e) if e.kind() != ErrorKind::AlreadyExists && !path.exists() => fs::rename(&temp, path),
         other => other,
-    });
+    };
     let _ = fs::remove_file(&temp);
     match linked {
-        Ok(()) => sync_dir(dir),
+        Ok(()) => sync_dir(&dir),
         Err(e) if e.kind() == ErrorKind::AlreadyExists => Err(RecorderError::ConcurrentCommit {
             path: path.to_path_buf(),
         }),
