@@ -110,17 +110,10 @@ fn generate_is_deterministic_and_round_trips_through_both_stores() {
         .iter()
         .map(|t| t["calls"].as_u64().unwrap())
         .sum();
-    let steps: usize = String::from_utf8(a)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["steps"]
-                .as_array()
-                .unwrap()
-                .len()
-        })
-        .sum();
-    assert_eq!(calls as usize, steps);
+    assert_eq!(
+        calls as usize,
+        steps_in(String::from_utf8(a).unwrap().lines())
+    );
 }
 
 #[test]
@@ -492,6 +485,84 @@ fn command_tools_of_a_manifest_named_by_its_file_name_run() {
     );
 }
 
+/// The steps of the traces in `lines` of a chainweaver-traces JSON Lines file.
+fn steps_in<'a>(lines: impl Iterator<Item = &'a str>) -> usize {
+    lines
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["steps"]
+                .as_array()
+                .unwrap()
+                .len()
+        })
+        .sum()
+}
+
+#[test]
+fn imports_running_at_once_into_one_parquet_store_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(
+        d,
+        &[
+            "datasets",
+            "generate",
+            "--traces",
+            "1900",
+            "--seed",
+            "5",
+            "--jsonl",
+            "all.jsonl",
+        ],
+    );
+    let text = std::fs::read_to_string(d.join("all.jsonl")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let write = |name: String, chunk: &[&str]| {
+        std::fs::write(d.join(&name), chunk.join("\n") + "\n").unwrap();
+        name
+    };
+    // One user imports large files, whose parts take a while to write; another imports one
+    // trace at a time, so its commits take the numbers the large imports are writing parts
+    // for, and each of its processes opens the store (removing leftovers of appends that
+    // never committed) while a large import's parts are half written.
+    let (large, small) = lines.split_at(1800);
+    let large: Vec<String> = large
+        .chunks(450)
+        .enumerate()
+        .map(|(i, chunk)| write(format!("large-{i}.jsonl"), chunk))
+        .collect();
+    let small: Vec<String> = small
+        .chunks(1)
+        .enumerate()
+        .map(|(i, chunk)| write(format!("small-{i:03}.jsonl"), chunk))
+        .collect();
+    std::thread::scope(|scope| {
+        for files in [&large, &small] {
+            scope.spawn(move || {
+                for file in files {
+                    ok(d, &["-q", "--store", "both.parquet", "import", file]);
+                }
+            });
+        }
+    });
+    ok(d, &["-q", "--store", "one.db", "import", "all.jsonl"]);
+    let exported = |store: &str| {
+        let file = format!("{store}.jsonl");
+        ok(
+            d,
+            &[
+                "-q", "--store", store, "traces", "export", "--output", &file,
+            ],
+        );
+        let text = std::fs::read_to_string(d.join(&file)).unwrap();
+        let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    let both = exported("both.parquet");
+    assert_eq!(both.len(), lines.len());
+    assert_eq!(both, exported("one.db"));
+}
+
 #[test]
 fn compacting_a_store_filled_by_many_imports_keeps_what_mine_finds() {
     let dir = tempfile::tempdir().unwrap();
@@ -511,15 +582,7 @@ fn compacting_a_store_filled_by_many_imports_keeps_what_mine_finds() {
     );
     let text = std::fs::read_to_string(d.join("all.jsonl")).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let steps: usize = lines
-        .iter()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["steps"]
-                .as_array()
-                .unwrap()
-                .len()
-        })
-        .sum();
+    let steps = steps_in(lines.iter().copied());
     // Six imports, six appends, each spread over the generator's days.
     for (i, chunk) in lines.chunks(100).enumerate() {
         let file = format!("chunk-{i}.jsonl");

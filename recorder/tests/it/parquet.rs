@@ -926,3 +926,44 @@ fn compacting_while_another_handle_appends_loses_no_append() {
         .unwrap();
     assert_eq!(steps, counts.steps);
 }
+
+#[test]
+fn two_handles_appending_at_once_lose_no_append() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("dataset");
+    ParquetStore::open(&root).unwrap();
+    let appends = 80;
+    std::thread::scope(|scope| {
+        for writer in ["a", "b"] {
+            let root = &root;
+            scope.spawn(move || {
+                for i in 0..appends {
+                    // A handle per append, as each `chainweaver import` opens its own: opening
+                    // removes leftovers, and must not take the other writer's parts for them.
+                    let mut store = ParquetStore::open(root).unwrap();
+                    let id = format!("{writer}-{i:03}");
+                    store
+                        .append(
+                            &[ObservedTrace::new(id.as_str(), "agent")],
+                            &[ObservedStep::new(id.as_str(), 0, "tool", json!({"i": i}))],
+                        )
+                        .unwrap_or_else(|e| panic!("append {id}: {e}"));
+                }
+            });
+        }
+    });
+    let reopened = ParquetStore::open(&root).unwrap();
+    let counts = reopened.counts().unwrap();
+    assert_eq!(
+        (counts.traces, counts.steps),
+        (2 * appends as u64, 2 * appends as u64)
+    );
+    let mut steps = 0;
+    reopened
+        .for_each_trace(&mut |t| {
+            steps += t.steps.len() as u64;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(steps, counts.steps);
+}

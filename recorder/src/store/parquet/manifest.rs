@@ -64,6 +64,9 @@ pub(super) fn part_seq(name: &str) -> Option<u64> {
 /// The file a compaction holds locked while it runs (an advisory lock, released when its
 /// process ends however it ends).
 const COMPACT_LOCK: &str = "_compact.lock";
+/// The file appends hold locked, shared, while they write parts, and a writer removing
+/// leftovers holds alone.
+const APPEND_LOCK: &str = "_append.lock";
 /// How many times a torn listing of the manifests is read again before it is taken for a
 /// missing manifest.
 const LISTING_ATTEMPTS: u32 = 100;
@@ -93,18 +96,46 @@ impl ParquetStore {
     /// The compaction lock, or `None` while a compaction holds it. A writer removes leftover
     /// files only while holding it: a running compaction's parts are not committed yet.
     pub(super) fn try_lock_compaction(&self) -> Result<Option<File>> {
-        let path = self.root.join(COMPACT_LOCK);
+        self.try_lock(COMPACT_LOCK, File::try_lock)
+    }
+
+    /// Hold the append lock shared while this writer's parts are not committed yet: several
+    /// appends hold it at once, and no writer removes leftovers meanwhile. Waits while one
+    /// does (a listing and a few deletions).
+    pub(super) fn lock_appending(&self) -> Result<File> {
+        let (path, file) = self.lock_file(APPEND_LOCK)?;
+        file.lock_shared().map_err(|e| io_error(&path, e))?;
+        Ok(file)
+    }
+
+    /// The append lock held alone, or `None` while an append is writing parts (which would
+    /// pass for leftovers until it commits).
+    pub(super) fn try_lock_appends(&self) -> Result<Option<File>> {
+        self.try_lock(APPEND_LOCK, File::try_lock)
+    }
+
+    fn try_lock(
+        &self,
+        name: &str,
+        lock: fn(&File) -> std::result::Result<(), TryLockError>,
+    ) -> Result<Option<File>> {
+        let (path, file) = self.lock_file(name)?;
+        match lock(&file) {
+            Ok(()) => Ok(Some(file)),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(io_error(&path, e)),
+        }
+    }
+
+    fn lock_file(&self, name: &str) -> Result<(std::path::PathBuf, File)> {
+        let path = self.root.join(name);
         let file = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
             .map_err(|e| io_error(&path, e))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(TryLockError::WouldBlock) => Ok(None),
-            Err(TryLockError::Error(e)) => Err(io_error(&path, e)),
-        }
+        Ok((path, file))
     }
 
     /// The commits that make up the dataset, oldest first: every committed append since the

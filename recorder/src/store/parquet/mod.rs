@@ -78,12 +78,21 @@ fn parquet_error(path: &Path, error: impl std::fmt::Display) -> RecorderError {
     }
 }
 
-/// A name part that no other writer picks at the same time: process id and clock.
+/// A name part no other writer picks: the process id, the clock and a count within the
+/// process. Two handles in one process (a compaction beside an append, two recorders) can read
+/// the same clock; without the count they named their parts alike, and one writer's rename
+/// replaced the other's committed part, which its cleanup then deleted.
 pub(super) fn nonce() -> String {
+    static TAKEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
-    format!("{:x}{:x}", std::process::id(), nanos & 0xffff_ffff_ffff)
+    let count = TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(
+        "{:08x}{:012x}{count:08x}",
+        std::process::id(),
+        nanos & 0xffff_ffff_ffff
+    )
 }
 
 /// Make a directory's entries (a rename) durable.
@@ -408,6 +417,21 @@ impl TraceStore for ParquetStore {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn nonces_taken_at_once_by_many_threads_differ() {
+        let taken: Vec<String> = std::thread::scope(|scope| {
+            let threads: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| (0..20_000).map(|_| nonce()).collect::<Vec<_>>()))
+                .collect();
+            threads
+                .into_iter()
+                .flat_map(|t| t.join().unwrap())
+                .collect()
+        });
+        let distinct: HashSet<&String> = taken.iter().collect();
+        assert_eq!(distinct.len(), taken.len());
+    }
 
     #[test]
     fn a_commit_never_replaces_a_manifest_already_there() {

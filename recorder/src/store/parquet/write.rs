@@ -121,19 +121,28 @@ impl ParquetStore {
                 })?;
             }
         }
-        // Not while a compaction runs (its parts are not committed yet), and against the
-        // manifests as they are once the lock is held: a compaction may have committed since
-        // `commits` was read, and its parts must not pass for leftovers.
-        if let Some(_lock) = self.try_lock_compaction()? {
-            let now = self.commits()?;
-            self.remove_uncommitted(&now, now.last().map_or(0, |c| c.seq))?;
-            self.remove_superseded()?;
-        }
+        self.remove_leftovers()?;
         Ok(WriterIndex {
             last_seq,
             next_trace_seq,
             traces,
         })
+    }
+
+    /// Remove the files of appends that never committed and those a compaction replaced, but
+    /// not while a compaction or another append runs (their parts are not committed yet), and
+    /// against the manifests as they are once both locks are held: a commit made since the
+    /// caller read them must not leave its parts passing for leftovers.
+    fn remove_leftovers(&self) -> Result<()> {
+        let Some(_compaction) = self.try_lock_compaction()? else {
+            return Ok(());
+        };
+        let Some(_appends) = self.try_lock_appends()? else {
+            return Ok(());
+        };
+        let now = self.commits()?;
+        self.remove_uncommitted(&now, now.last().map_or(0, |c| c.seq))?;
+        self.remove_superseded()
     }
 
     /// Write one part file atomically (temporary name, fsync, rename). Records every path it
@@ -170,8 +179,14 @@ impl ParquetStore {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let temp = dir.join(format!(".{name}.tmp"));
+        // A fresh name (see `nonce`); never another writer's file half written, which is not
+        // this writer's to remove either.
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| io_error(&temp, e))?;
         created.push(temp.clone());
-        let file = File::create(&temp).map_err(|e| io_error(&temp, e))?;
         let properties = WriterProperties::builder()
             .set_compression(Compression::ZSTD(ZstdLevel::default()))
             .set_max_row_group_row_count(Some(64 * 1024))
@@ -330,6 +345,8 @@ impl ParquetStore {
         let new_traces = staged.values().filter(|s| s.is_new).count() as u64;
         let seq = last_seq + 1;
         let mut created = Vec::new();
+        // Until the parts are listed by a manifest or removed again.
+        let appending = self.lock_appending()?;
         let committed = self.commit(
             seq,
             &trace_rows,
@@ -343,6 +360,7 @@ impl ParquetStore {
             }
             return Err(e);
         }
+        drop(appending);
         drop(trace_rows);
         drop(step_rows);
         if let Some(index) = self.index.as_mut() {
