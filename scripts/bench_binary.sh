@@ -21,19 +21,7 @@ mkdir -p "$data"
 cargo build --release --quiet --bin chainweaver
 bin="$target/release/chainweaver"
 
-# One command under /usr/bin/time -v: prints `label wall_s peak_mib`.
-timed() {
-    label=$1
-    shift
-    /usr/bin/time -v "$bin" -q "$@" >"$data/out.txt" 2>"$data/time.txt" || {
-        cat "$data/time.txt" >&2
-        exit 1
-    }
-    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$data/time.txt")
-    rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$data/time.txt")
-    secs=$(echo "$wall" | awk -F: '{ if (NF == 3) print $1 * 3600 + $2 * 60 + $3; else print $1 * 60 + $2 }')
-    echo "$label $secs $((rss / 1024))"
-}
+. "$root/scripts/timed.sh"
 
 for steps in $sizes; do
     # The generator averages about 7.37 steps a trace.

@@ -93,6 +93,10 @@ pub(super) fn unescape(name: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// The file in `documents/` a batch holds locked while it writes (an advisory lock, released
+/// when its process ends however it ends). Hidden, so no reader takes it for a kind.
+const BATCH_LOCK: &str = ".batch.lock";
+
 /// Where the documents live and how they are read and written.
 pub(super) struct Documents<'a> {
     pub root: &'a Path,
@@ -206,9 +210,20 @@ impl Documents<'_> {
     /// kind's new documents are written into a staging folder first (each file synced), which
     /// then takes the kind folder's place by renames: a reader sees all old or all new
     /// documents of a kind, and a crash leaves only hidden staging folders behind (readers skip
-    /// names starting with `.`, and the next batch removes them).
+    /// names starting with `.`, and the next batch removes them). Batches written at once (two
+    /// `mine` runs) take turns, so the last one's documents stand whole.
     pub fn write_batch(&self, clear: &[&str], put: &[(&str, &str, &Value)]) -> Result<()> {
         let documents = self.root.join("documents");
+        fs::create_dir_all(&documents).map_err(|e| io_error(&documents, e))?;
+        let lock_path = documents.join(BATCH_LOCK);
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| io_error(&lock_path, e))?;
+        // Held to the end: another batch's staging folder is not this one's leftover.
+        lock.lock().map_err(|e| io_error(&lock_path, e))?;
         self.remove_leftovers(&documents)?;
         let batch = nonce();
         for kind in clear {
@@ -304,6 +319,36 @@ mod tests {
         assert_eq!(escape("my-flow_v1.2"), "my-flow_v1.2");
         assert_eq!(unescape("%4"), None);
         assert_eq!(unescape("%FF"), None);
+    }
+
+    #[test]
+    fn batches_written_at_once_each_replace_the_kind_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let keys: Vec<String> = (0..20).map(|k| format!("key-{k:02}")).collect();
+        std::thread::scope(|scope| {
+            for writer in 0..2 {
+                let keys = &keys;
+                scope.spawn(move || {
+                    let documents = Documents { root };
+                    for round in 0..30 {
+                        let value = serde_json::json!({"writer": writer, "round": round});
+                        let put: Vec<(&str, &str, &Value)> = keys
+                            .iter()
+                            .map(|k| ("result", k.as_str(), &value))
+                            .collect();
+                        documents
+                            .write_batch(&["result"], &put)
+                            .unwrap_or_else(|e| panic!("writer {writer}, round {round}: {e}"));
+                    }
+                });
+            }
+        });
+        let listed = Documents { root }.list("result").unwrap();
+        assert_eq!(listed.len(), keys.len());
+        // One batch's documents, whole: the last to finish.
+        assert!(listed.iter().all(|(_, v)| *v == listed[0].1), "{listed:?}");
+        assert_eq!(listed[0].1["round"], 29);
     }
 
     #[test]
