@@ -1,5 +1,6 @@
 //! `chainweaver analyze`: the main job. Import, mine, verify by replay, report.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -7,7 +8,7 @@ use anyhow::Context;
 use chainweaver::pipeline::{self, AnalyzeReport, AnalyzeRequest, ImportSummary, ReportEntry};
 use chainweaver_analyzer::fold::FoldConfig;
 use chainweaver_analyzer::mine::MineOutcome;
-use chainweaver_recorder::model::candidate::{Behaviour, VariantKind};
+use chainweaver_recorder::model::candidate::{Behaviour, Candidate, VariantKind, VerdictStatus};
 use serde::Serialize;
 
 use super::import::{ImportFlags, summary_text};
@@ -108,9 +109,7 @@ pub fn run(args: AnalyzeArgs, global: &Global) -> anyhow::Result<u8> {
             text.push('\n');
         }
         text.push_str(&report_text(&report));
-        text.push_str(
-            "\nnext: `chainweaver verdicts show 1`, `chainweaver flows promote 1`, `chainweaver candidates export 1 -o flow.json`, `chainweaver tui`\n",
-        );
+        text.push_str(&next_steps(&report));
         text
     })?;
     let rejected = report.import.as_ref().map_or(0, ImportSummary::rejected);
@@ -182,8 +181,41 @@ fn report_text(outcome: &AnalyzeReport) -> String {
     text
 }
 
+/// Each candidate's number in `candidates list`: the one `verdicts show`, `flows promote` and
+/// `candidates export` take, so the report's `#` names what those commands act on.
+fn list_numbers(outcome: &AnalyzeReport) -> HashMap<&str, usize> {
+    let mut listed: Vec<&Candidate> = outcome.report.iter().map(|e| &e.candidate).collect();
+    listed.sort_by(|a, b| Candidate::rank_order(a, b));
+    listed
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (c.id.as_str(), i + 1))
+        .collect()
+}
+
+/// What to run next: the best verified proposal's commands, or where to look when nothing
+/// was verified.
+fn next_steps(outcome: &AnalyzeReport) -> String {
+    let numbers = list_numbers(outcome);
+    let best = outcome.behaviours.iter().find_map(|b| {
+        let entry = outcome.report.iter().find(|e| e.candidate.id == b.lead)?;
+        let verified = entry
+            .verdict
+            .as_ref()
+            .is_some_and(|v| v.status == VerdictStatus::Verified);
+        verified.then(|| numbers.get(b.lead.as_str()).copied())?
+    });
+    match best {
+        Some(n) => format!(
+            "\nnext: `chainweaver verdicts show {n}`, `chainweaver flows promote {n}`, `chainweaver candidates export {n} -o flow.json`, `chainweaver tui`\n"
+        ),
+        None if outcome.report.is_empty() => "\nnext: `chainweaver patterns list` shows what repeats; more traffic, or a lower `--min-support`, may make candidates of it\n".into(),
+        None => "\nnext: `chainweaver verdicts list` says why each candidate was not verified; `chainweaver tui` to browse them\n".into(),
+    }
+}
+
 /// One row per behaviour (its lead's verdict and figures, what was folded into it), then the
-/// candidates without a verdict. The `#` is the lead's rank in the report.
+/// candidates without a verdict. The `#` is the lead's number in `candidates list`.
 fn behaviour_table(outcome: &AnalyzeReport) -> String {
     let mut table = Table::new(&[
         ">#",
@@ -194,14 +226,18 @@ fn behaviour_table(outcome: &AnalyzeReport) -> String {
         ">round trips saved",
         ">score",
     ]);
-    let rank_of = |id: &str| outcome.report.iter().position(|e| e.candidate.id == id);
+    let numbers = list_numbers(outcome);
+    let number = |id: &str| numbers.get(id).map_or(String::new(), usize::to_string);
     for behaviour in &outcome.behaviours {
-        let Some(rank) = rank_of(&behaviour.lead) else {
+        let Some(entry) = outcome
+            .report
+            .iter()
+            .find(|e| e.candidate.id == behaviour.lead)
+        else {
             continue;
         };
-        let entry = &outcome.report[rank];
         table.row(vec![
-            (rank + 1).to_string(),
+            number(&entry.candidate.id),
             behaviour.name.clone(),
             folded_words(behaviour),
             entry
@@ -215,10 +251,10 @@ fn behaviour_table(outcome: &AnalyzeReport) -> String {
             format!("{:.1}", entry.candidate.evidence.score),
         ]);
     }
-    for (rank, entry) in outcome.report.iter().enumerate() {
+    for entry in &outcome.report {
         if entry.verdict.is_none() {
             table.row(vec![
-                (rank + 1).to_string(),
+                number(&entry.candidate.id),
                 entry.candidate.step_labels().join(" -> "),
                 String::new(),
                 if entry.error.is_some() { "error" } else { "-" }.into(),
@@ -286,29 +322,31 @@ fn markdown(analysis: &AnalyzeReport) -> String {
         outcome.candidates.len()
     );
     md.push_str("\n## Proposals, one per behaviour\n\n| # | behaviour | folded in | verdict |\n|---:|---|---|---|\n");
+    let numbers = list_numbers(analysis);
+    let number = |id: &str| numbers.get(id).copied().unwrap_or_default();
     for behaviour in &analysis.behaviours {
-        let Some(rank) = report.iter().position(|e| e.candidate.id == behaviour.lead) else {
+        let Some(entry) = report.iter().find(|e| e.candidate.id == behaviour.lead) else {
             continue;
         };
         let _ = writeln!(
             md,
             "| {} | `{}` | {} | {} |",
-            rank + 1,
+            number(&entry.candidate.id),
             behaviour.name,
             folded_words(behaviour),
-            report[rank]
+            entry
                 .verdict
                 .as_ref()
                 .map_or("not verified", |v| v.status.as_str())
         );
     }
-    md.push_str("\n## Every candidate\n\n| # | flow | verdict | exact replays | round trips saved | support | flagged bindings | effects | score |\n|---:|---|---|---:|---:|---:|---:|---|---:|\n");
-    for (rank, entry) in report.iter().enumerate() {
+    md.push_str("\n## Every candidate\n\nNumbered as in `candidates list`.\n\n| # | flow | verdict | exact replays | round trips saved | support | flagged bindings | effects | score |\n|---:|---|---|---:|---:|---:|---:|---|---:|\n");
+    for entry in report {
         let e = &entry.candidate.evidence;
         let _ = writeln!(
             md,
             "| {} | `{}` | {} | {} | {} | {} | {} | {} | {:.1} |",
-            rank + 1,
+            number(&entry.candidate.id),
             entry.candidate.step_labels().join(" -> "),
             entry
                 .verdict

@@ -324,6 +324,61 @@ fn tau_bench_imports_through_the_cli() {
     assert_eq!(duplicates, steps);
 }
 
+/// The `#` of each proposal `analyze` prints, and the one its `next:` line names, is the number
+/// `candidates list`, `verdicts show` and `flows promote` take for that candidate. On
+/// tau-bench the proposals are not the first candidates listed, so a rank of the report's own
+/// would name other candidates.
+#[test]
+fn analyze_numbers_its_proposals_as_candidates_list_does_on_tau_bench() {
+    let Some(datasets) = shared_datasets() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tau = datasets.join("tau-bench-retail");
+    let text = ok(d, &["-q", "analyze", tau.to_str().unwrap()]);
+    let rows: Vec<(usize, String)> = text
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("#  behaviour"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            (
+                cells[0].parse().unwrap(),
+                cells[cells.len() - 1].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(rows.len(), 7, "{text}");
+    let listed = json(d, &["candidates", "list"]);
+    let listed = listed["candidates"].as_array().unwrap();
+    for (number, score) in &rows {
+        let candidate = &listed[number - 1];
+        assert_eq!(
+            format!("{:.1}", candidate["evidence"]["score"].as_f64().unwrap()),
+            *score,
+            "#{number}: {}",
+            candidate["id"]
+        );
+        assert_eq!(
+            candidate["behaviour"]["kind"], "lead",
+            "#{number}: {candidate}"
+        );
+    }
+    let numbers: Vec<usize> = rows.iter().map(|(n, _)| *n).collect();
+    assert_ne!(numbers, (1..=rows.len()).collect::<Vec<_>>());
+    let next = text.lines().find(|l| l.starts_with("next: ")).unwrap();
+    assert!(next.contains("`chainweaver flows promote 1`"), "{next}");
+    let second = rows[1].0.to_string();
+    let verdict = json(d, &["verdicts", "show", &second]);
+    assert_eq!(
+        verdict["verdict"]["candidate_id"],
+        listed[rows[1].0 - 1]["id"],
+        "{verdict}"
+    );
+}
+
 #[test]
 fn help_teaches_the_commands() {
     let dir = tempfile::tempdir().unwrap();
