@@ -294,6 +294,7 @@ impl Documents<'_> {
     /// the temporaries synced together and each folder once.
     fn put_each_atomically(&self, batch: &str, files: Vec<(PathBuf, String)>) -> Result<()> {
         let mut temporaries = Vec::with_capacity(files.len());
+        let mut targets = Vec::with_capacity(files.len());
         let mut folders = std::collections::BTreeSet::new();
         for (file, text) in files {
             let folder = file
@@ -305,26 +306,23 @@ impl Documents<'_> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            temporaries.push((folder.join(format!(".{name}.tmp-{batch}")), text, file));
+            temporaries.push((folder.join(format!(".{name}.tmp-{batch}")), text));
+            targets.push(file);
             folders.insert(folder);
         }
-        let remove_all = |temporaries: &[(PathBuf, String, PathBuf)]| {
-            for (temp, _, _) in temporaries {
+        let remove = |temporaries: &[(PathBuf, String)]| {
+            for (temp, _) in temporaries {
                 let _ = fs::remove_file(temp);
             }
         };
-        let written: Vec<(PathBuf, String)> = temporaries
-            .iter()
-            .map(|(temp, text, _)| (temp.clone(), text.clone()))
-            .collect();
-        if let Err(e) = write_synced(&written) {
-            remove_all(&temporaries);
+        if let Err(e) = write_synced(&temporaries) {
+            remove(&temporaries);
             return Err(e);
         }
-        for (i, (temp, _, file)) in temporaries.iter().enumerate() {
-            if let Err(e) = fs::rename(temp, file) {
-                remove_all(&temporaries[i..]);
-                return Err(io_error(file, e));
+        for (i, ((temp, _), target)) in temporaries.iter().zip(&targets).enumerate() {
+            if let Err(e) = fs::rename(temp, target) {
+                remove(&temporaries[i..]);
+                return Err(io_error(target, e));
             }
         }
         for folder in &folders {
