@@ -117,7 +117,25 @@ fn write_synced(files: &[(PathBuf, String)]) -> Result<()> {
     Ok(())
 }
 
-/// The file in `documents/` a batch holds locked while it writes (an advisory lock, released
+/// Remove the temporary files interrupted writes left in a kind's folder.
+fn remove_temporaries(folder: &Path) -> Result<()> {
+    for entry in fs::read_dir(folder).map_err(|e| io_error(folder, e))? {
+        let entry = entry.map_err(|e| io_error(folder, e))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.contains(".tmp-") {
+            let path = entry.path();
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(io_error(&path, e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The file in `documents/` a writer holds locked while it writes (an advisory lock, released
 /// when its process ends however it ends). Hidden, so no reader takes it for a kind.
 const BATCH_LOCK: &str = ".batch.lock";
 
@@ -179,7 +197,25 @@ impl Documents<'_> {
 
     pub fn put(&self, kind: &str, key: &str, document: &Value) -> Result<()> {
         let (file, long) = self.file(kind, key)?;
+        let _turn = self.lock_writes()?;
         atomic_write(&file, file_text(key, long, document).as_bytes())
+    }
+
+    /// Take the writers' turn on this store's documents (waiting for a batch writing now): a
+    /// document put beside a batch replacing its kind would go with the old folder, and a
+    /// batch removes only what writers that are done left behind.
+    fn lock_writes(&self) -> Result<File> {
+        let documents = self.root.join("documents");
+        fs::create_dir_all(&documents).map_err(|e| io_error(&documents, e))?;
+        let path = documents.join(BATCH_LOCK);
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| io_error(&path, e))?;
+        lock.lock().map_err(|e| io_error(&path, e))?;
+        Ok(lock)
     }
 
     pub fn get(&self, kind: &str, key: &str) -> Result<Option<Value>> {
@@ -237,17 +273,9 @@ impl Documents<'_> {
     /// names starting with `.`, and the next batch removes them). Batches written at once (two
     /// `mine` runs) take turns, so the last one's documents stand whole.
     pub fn write_batch(&self, clear: &[&str], put: &[(&str, &str, &Value)]) -> Result<()> {
-        let documents = self.root.join("documents");
-        fs::create_dir_all(&documents).map_err(|e| io_error(&documents, e))?;
-        let lock_path = documents.join(BATCH_LOCK);
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| io_error(&lock_path, e))?;
         // Held to the end: another batch's staging folder is not this one's leftover.
-        lock.lock().map_err(|e| io_error(&lock_path, e))?;
+        let _turn = self.lock_writes()?;
+        let documents = self.root.join("documents");
         self.remove_leftovers(&documents)?;
         let batch = nonce();
         for kind in clear {
@@ -331,7 +359,9 @@ impl Documents<'_> {
         Ok(())
     }
 
-    /// Staging and retired folders an interrupted batch left behind.
+    /// Staging and retired folders an interrupted batch left behind, and the temporary files
+    /// (`.NAME.tmp-NONCE`) of interrupted writes in the kind folders. Only with the writers'
+    /// turn held, so every writer that left them is gone.
     fn remove_leftovers(&self, documents: &Path) -> Result<()> {
         let entries = match fs::read_dir(documents) {
             Ok(entries) => entries,
@@ -342,9 +372,11 @@ impl Documents<'_> {
             let entry = entry.map_err(|e| io_error(documents, e))?;
             let name = entry.file_name();
             let name = name.to_string_lossy();
+            let path = entry.path();
             if name.starts_with(".staged-") || name.starts_with(".retired-") {
-                let path = entry.path();
                 fs::remove_dir_all(&path).map_err(|e| io_error(&path, e))?;
+            } else if !name.starts_with('.') && path.is_dir() {
+                remove_temporaries(&path)?;
             }
         }
         Ok(())
@@ -352,6 +384,7 @@ impl Documents<'_> {
 
     pub fn delete(&self, kind: &str, key: &str) -> Result<bool> {
         let (file, _) = self.file(kind, key)?;
+        let _turn = self.lock_writes()?;
         match fs::remove_file(&file) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
@@ -422,8 +455,16 @@ mod tests {
                 assert!(!name.to_string_lossy().starts_with('.'), "{name:?} left");
             }
         }
+        // What a write killed before its rename leaves: removed by the next batch.
+        let stray = documents
+            .kind_dir("verdict")
+            .unwrap()
+            .join(".key-00.json.tmp-0000abcd");
+        fs::write(&stray, "{").unwrap();
         documents.write_batch(&["candidate"], &put).unwrap();
+        assert!(!stray.exists());
         assert_eq!(documents.list("candidate").unwrap(), candidates);
+        assert_eq!(documents.list("verdict").unwrap().len(), 41);
         let leftovers: Vec<_> = fs::read_dir(dir.path().join("documents"))
             .unwrap()
             .map(|e| e.unwrap().file_name())
