@@ -197,14 +197,19 @@ fn list_numbers(outcome: &AnalyzeReport) -> HashMap<&str, usize> {
 /// was verified.
 fn next_steps(outcome: &AnalyzeReport) -> String {
     let numbers = list_numbers(outcome);
-    let best = outcome.behaviours.iter().find_map(|b| {
-        let entry = outcome.report.iter().find(|e| e.candidate.id == b.lead)?;
-        let verified = entry
-            .verdict
-            .as_ref()
-            .is_some_and(|v| v.status == VerdictStatus::Verified);
-        verified.then(|| numbers.get(b.lead.as_str()).copied())?
-    });
+    // Behaviours come best first; the first whose lead is verified.
+    let best = outcome
+        .behaviours
+        .iter()
+        .find(|b| {
+            outcome.report.iter().any(|e| {
+                e.candidate.id == b.lead
+                    && e.verdict
+                        .as_ref()
+                        .is_some_and(|v| v.status == VerdictStatus::Verified)
+            })
+        })
+        .and_then(|b| numbers.get(b.lead.as_str()).copied());
     match best {
         Some(n) => format!(
             "\nnext: `chainweaver verdicts show {n}`, `chainweaver flows promote {n}`, `chainweaver candidates export {n} -o flow.json`, `chainweaver tui`\n"

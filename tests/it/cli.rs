@@ -552,24 +552,29 @@ fn steps_in<'a>(lines: impl Iterator<Item = &'a str>) -> usize {
         .sum()
 }
 
-#[test]
-fn imports_running_at_once_into_one_parquet_store_lose_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// `all.jsonl` in `dir`: `traces` generated traces from `seed`, as the file's text.
+fn generated_jsonl(dir: &Path, traces: &str, seed: &str) -> String {
     ok(
-        d,
+        dir,
         &[
             "datasets",
             "generate",
             "--traces",
-            "1900",
+            traces,
             "--seed",
-            "5",
+            seed,
             "--jsonl",
             "all.jsonl",
         ],
     );
-    let text = std::fs::read_to_string(d.join("all.jsonl")).unwrap();
+    std::fs::read_to_string(dir.join("all.jsonl")).unwrap()
+}
+
+#[test]
+fn imports_running_at_once_into_one_parquet_store_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = generated_jsonl(d, "1900", "5");
     let lines: Vec<&str> = text.lines().collect();
     let write = |name: String, chunk: &[&str]| {
         std::fs::write(d.join(&name), chunk.join("\n") + "\n").unwrap();
@@ -622,20 +627,7 @@ fn imports_running_at_once_into_one_parquet_store_lose_nothing() {
 fn compacting_a_store_filled_by_many_imports_keeps_what_mine_finds() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    ok(
-        d,
-        &[
-            "datasets",
-            "generate",
-            "--traces",
-            "600",
-            "--seed",
-            "11",
-            "--jsonl",
-            "all.jsonl",
-        ],
-    );
-    let text = std::fs::read_to_string(d.join("all.jsonl")).unwrap();
+    let text = generated_jsonl(d, "600", "11");
     let lines: Vec<&str> = text.lines().collect();
     let steps = steps_in(lines.iter().copied());
     // Six imports, six appends, each spread over the generator's days.

@@ -917,14 +917,19 @@ fn compacting_while_another_handle_appends_loses_no_append() {
             "late-{i:03} was lost"
         );
     }
+    assert_eq!(steps_read(&reopened), counts.steps);
+}
+
+/// The steps of every trace the store reads back whole.
+fn steps_read(store: &dyn TraceStore) -> u64 {
     let mut steps = 0;
-    reopened
+    store
         .for_each_trace(&mut |t| {
             steps += t.steps.len() as u64;
             Ok(())
         })
         .unwrap();
-    assert_eq!(steps, counts.steps);
+    steps
 }
 
 #[test]
@@ -958,12 +963,5 @@ fn two_handles_appending_at_once_lose_no_append() {
         (counts.traces, counts.steps),
         (2 * appends as u64, 2 * appends as u64)
     );
-    let mut steps = 0;
-    reopened
-        .for_each_trace(&mut |t| {
-            steps += t.steps.len() as u64;
-            Ok(())
-        })
-        .unwrap();
-    assert_eq!(steps, counts.steps);
+    assert_eq!(steps_read(&reopened), counts.steps);
 }

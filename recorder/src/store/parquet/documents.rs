@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{atomic_write, io_error, nonce, sync_dir};
+use super::{atomic_write, io_error, nonce, open_lock_file, sync_dir, temporary_beside};
 use crate::error::{RecorderError, Result};
 
 const SUFFIX: &str = ".json";
@@ -208,12 +208,7 @@ impl Documents<'_> {
         let documents = self.root.join("documents");
         fs::create_dir_all(&documents).map_err(|e| io_error(&documents, e))?;
         let path = documents.join(BATCH_LOCK);
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_error(&path, e))?;
+        let lock = open_lock_file(&path)?;
         lock.lock().map_err(|e| io_error(&path, e))?;
         Ok(lock)
     }
@@ -325,16 +320,8 @@ impl Documents<'_> {
         let mut targets = Vec::with_capacity(files.len());
         let mut folders = std::collections::BTreeSet::new();
         for (file, text) in files {
-            let folder = file
-                .parent()
-                .ok_or_else(|| self.invalid("a document needs a folder"))?
-                .to_path_buf();
-            fs::create_dir_all(&folder).map_err(|e| io_error(&folder, e))?;
-            let name = file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            temporaries.push((folder.join(format!(".{name}.tmp-{batch}")), text));
+            let (folder, temp) = temporary_beside(&file, &format!("-{batch}"))?;
+            temporaries.push((temp, text));
             targets.push(file);
             folders.insert(folder);
         }

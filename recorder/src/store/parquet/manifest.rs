@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::{COMMITS_DIR, ParquetStore, io_error};
+use super::{COMMITS_DIR, ParquetStore, io_error, open_lock_file};
 use crate::error::{RecorderError, Result};
 
 /// The format marker at the dataset root.
@@ -129,12 +129,7 @@ impl ParquetStore {
 
     fn lock_file(&self, name: &str) -> Result<(std::path::PathBuf, File)> {
         let path = self.root.join(name);
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io_error(&path, e))?;
+        let file = open_lock_file(&path)?;
         Ok((path, file))
     }
 

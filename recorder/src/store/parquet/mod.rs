@@ -15,9 +15,10 @@
 //! new ones in place of many and commits them the same way. The column layout, partitioning
 //! and read rules are documented in `docs/parquet-schema.md`.
 //!
-//! One process appends to a dataset at a time, and a compaction may be started beside it (it
-//! fails, changing nothing, if an append commits first); any number may read it meanwhile. Manifests are committed by a link that fails when the sequence
-//! number is taken, so two writers never replace each other's commit.
+//! Several processes may append to a dataset at once, and a compaction may be started beside
+//! them (it fails, changing nothing, if an append commits first); any number may read it
+//! meanwhile. Manifests are committed by a link that fails when the sequence number is taken,
+//! so two writers never replace each other's commit.
 
 mod columns;
 mod compact;
@@ -119,9 +120,9 @@ pub(super) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_dir(&dir)
 }
 
-/// Write `bytes` to a fresh temporary file in `path`'s directory (created when missing) and
-/// fsync it; the directory and the temporary file's path.
-fn write_beside(path: &Path, bytes: &[u8]) -> Result<(PathBuf, PathBuf)> {
+/// `path`'s directory (created when missing) and the hidden temporary name beside it that a
+/// writer fills before renaming or linking it into place: `.NAME.tmp` then `suffix`.
+pub(super) fn temporary_beside(path: &Path, suffix: &str) -> Result<(PathBuf, PathBuf)> {
     let dir = path
         .parent()
         .ok_or_else(|| parquet_error(path, "a file path needs a directory"))?;
@@ -130,7 +131,23 @@ fn write_beside(path: &Path, bytes: &[u8]) -> Result<(PathBuf, PathBuf)> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let temp = dir.join(format!(".{name}.tmp-{}", nonce()));
+    Ok((dir.to_path_buf(), dir.join(format!(".{name}.tmp{suffix}"))))
+}
+
+/// Open (creating it when missing) a file that serves as an advisory lock.
+pub(super) fn open_lock_file(path: &Path) -> Result<File> {
+    fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| io_error(path, e))
+}
+
+/// Write `bytes` to a fresh temporary file in `path`'s directory (created when missing) and
+/// fsync it; the directory and the temporary file's path.
+fn write_beside(path: &Path, bytes: &[u8]) -> Result<(PathBuf, PathBuf)> {
+    let (dir, temp) = temporary_beside(path, &format!("-{}", nonce()))?;
     let written = File::create(&temp).and_then(|mut file| {
         file.write_all(bytes)?;
         file.sync_all()
@@ -139,7 +156,7 @@ fn write_beside(path: &Path, bytes: &[u8]) -> Result<(PathBuf, PathBuf)> {
         let _ = fs::remove_file(&temp);
         return Err(io_error(path, e));
     }
-    Ok((dir.to_path_buf(), temp))
+    Ok((dir, temp))
 }
 
 /// Commit a manifest: write `bytes` under a temporary name beside `path`, fsync, then link it

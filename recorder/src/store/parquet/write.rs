@@ -16,6 +16,7 @@ use super::columns::{self, TRACE_SEQ, TraceRowOut};
 use super::manifest::{Commit, PartInfo, commit_file_name};
 use super::{
     COMMITS_DIR, ParquetStore, UNKNOWN_DATE, commit_new, io_error, nonce, parquet_error, sync_dir,
+    temporary_beside,
 };
 use crate::error::{RecorderError, Result};
 use crate::model::{ObservedTrace, Timestamp};
@@ -169,16 +170,7 @@ impl ParquetStore {
         let path = relative
             .split('/')
             .fold(self.root.clone(), |p, s| p.join(s));
-        let dir = path
-            .parent()
-            .ok_or_else(|| parquet_error(&path, "a part needs a directory"))?
-            .to_path_buf();
-        fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let temp = dir.join(format!(".{name}.tmp"));
+        let (_, temp) = temporary_beside(&path, "")?;
         // A fresh name (see `nonce`); never another writer's file half written, which is not
         // this writer's to remove either.
         let file = fs::OpenOptions::new()
