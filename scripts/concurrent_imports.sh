@@ -8,7 +8,9 @@
 #
 # OUT_DIR is emptied first.
 set -eu
-bin=$1; data=$2; out=$3
+bin=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
+data=$(cd "$2" && pwd)
+out=$3
 rm -rf "$out"; mkdir -p "$out"; cd "$out"
 pids=""
 for src in "$data"/tau-bench-retail/*.json "$data"/agent-logs/*/; do
