@@ -719,7 +719,7 @@ fn compaction_rewrites_many_parts_as_few_and_every_read_gives_what_it_gave() {
         .sum();
     assert_eq!(trace_rows, 14);
     let marker = std::fs::read_to_string(root.join("_chainweaver.json")).unwrap();
-    assert!(marker.contains("\"version\": 2"), "{marker}");
+    assert!(marker.contains("\"version\": 3"), "{marker}");
 
     assert_eq!(read_everything(&store), before);
     let reopened = ParquetStore::open(&root).unwrap();

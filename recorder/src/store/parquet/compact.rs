@@ -20,11 +20,8 @@ use arrow::compute::interleave;
 use arrow::datatypes::SchemaRef;
 
 use super::columns::{TRACE_SEQ, WRITE_SEQ, step_schema, trace_schema};
-use super::manifest::{Commit, Marker, PartInfo, commit_file_name};
-use super::{
-    COMMITS_DIR, FORMAT_NAME, FORMAT_VERSION, MARKER_FILE, ParquetStore, atomic_write, commit_new,
-    io_error, nonce, parquet_error, sync_dir,
-};
+use super::manifest::{Commit, PartInfo, commit_file_name};
+use super::{COMMITS_DIR, ParquetStore, commit_new, io_error, nonce, parquet_error, sync_dir};
 use crate::error::{RecorderError, Result};
 use crate::store::CompactStats;
 
@@ -137,7 +134,7 @@ impl ParquetStore {
     /// commit is superseded unread.
     fn commit_compaction(&self, commit: &Commit) -> Result<()> {
         // A build that knows only version 1 would read the superseded commits too.
-        self.mark_compacted()?;
+        super::raise_marker(&self.root)?;
         let manifest = self
             .root
             .join(COMMITS_DIR)
@@ -286,17 +283,6 @@ impl ParquetStore {
             bytes += metadata.len();
         }
         Ok((files, bytes))
-    }
-
-    /// Raise the dataset marker to the version that knows compaction manifests.
-    fn mark_compacted(&self) -> Result<()> {
-        let path = self.root.join(MARKER_FILE);
-        let marker = Marker {
-            format: FORMAT_NAME.into(),
-            version: FORMAT_VERSION,
-        };
-        let text = serde_json::to_string_pretty(&marker).map_err(|e| parquet_error(&path, e))?;
-        atomic_write(&path, text.as_bytes())
     }
 }
 

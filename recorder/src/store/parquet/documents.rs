@@ -1,4 +1,11 @@
-//! JSON documents of a Parquet dataset: `documents/<kind>/<key>.json`, one file each.
+//! JSON documents of a Parquet dataset: `documents/<kind>/<key>.json`, one file each, and the
+//! documents a batch replaced the kind with, together in `documents/<kind>/_pack.jsonl`.
+//!
+//! A mining run replaces about a thousand documents at once; creating a file each cost it most
+//! of its time on some file systems. A kind replaced whole is therefore written as one pack, one
+//! line `{"key": KEY, "document": DOCUMENT}` a document, sorted by key. A document put or
+//! deleted on its own afterwards is its own file as before: a file wins over the pack's line of
+//! its key, and a delete also rewrites the pack without that key.
 //!
 //! Kinds and keys are escaped into file names: ASCII lowercase letters, digits, `_` and `-`
 //! stay as they are, `.` stays except at the start; every other byte of the UTF-8 text becomes
@@ -17,10 +24,34 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{atomic_write, io_error, nonce, open_lock_file, sync_dir, temporary_beside};
+use super::{
+    atomic_write, io_error, nonce, open_lock_file, raise_marker, sync_dir, temporary_beside,
+};
 use crate::error::{RecorderError, Result};
 
 const SUFFIX: &str = ".json";
+
+/// The file a batch writes a replaced kind's documents to. Not `.json`, so never a key's file.
+const PACK: &str = "_pack.jsonl";
+
+/// One line of a pack, the document kept as text until it is asked for.
+#[derive(serde::Deserialize)]
+struct PackLine<'a> {
+    key: String,
+    #[serde(borrow)]
+    document: &'a serde_json::value::RawValue,
+}
+
+/// A pack's text: one line a document, in key order (the last of a key given twice winning).
+fn pack_text<'a>(documents: impl IntoIterator<Item = (&'a str, &'a Value)>) -> String {
+    let sorted: std::collections::BTreeMap<&str, &Value> = documents.into_iter().collect();
+    let mut text = String::new();
+    for (key, document) in sorted {
+        text.push_str(&serde_json::json!({"key": key, "document": document}).to_string());
+        text.push('\n');
+    }
+    text
+}
 
 /// The longest file name written, suffix included.
 pub(super) const MAX_NAME: usize = 200;
@@ -217,7 +248,16 @@ impl Documents<'_> {
         let (file, long) = self.file(kind, key)?;
         let text = match fs::read_to_string(&file) {
             Ok(text) => text,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                let pack = self.kind_dir(kind)?.join(PACK);
+                let mut found = None;
+                self.read_pack(&pack, &mut |stored, document, _| {
+                    if stored == key {
+                        found = Some(self.parse(&pack, document.get()));
+                    }
+                })?;
+                return found.transpose();
+            }
             Err(e) => return Err(io_error(&file, e)),
         };
         if !long {
@@ -228,6 +268,29 @@ impl Documents<'_> {
         Ok((stored == key).then_some(document))
     }
 
+    /// Call `visit` with each line's key, document text and whole line, of the pack at
+    /// `path` if there is one.
+    fn read_pack(
+        &self,
+        path: &Path,
+        visit: &mut dyn FnMut(&str, &serde_json::value::RawValue, &str),
+    ) -> Result<()> {
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error(path, e)),
+        };
+        for (number, line) in text.lines().enumerate() {
+            let entry: PackLine<'_> =
+                serde_json::from_str(line).map_err(|e| RecorderError::CorruptStore {
+                    path: path.to_path_buf(),
+                    message: format!("line {}: not a packed document: {e}", number + 1),
+                })?;
+            visit(&entry.key, entry.document, line);
+        }
+        Ok(())
+    }
+
     pub fn list(&self, kind: &str) -> Result<Vec<(String, Value)>> {
         let dir = self.kind_dir(kind)?;
         let entries = match fs::read_dir(&dir) {
@@ -235,6 +298,11 @@ impl Documents<'_> {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error(&dir, e)),
         };
+        let pack = dir.join(PACK);
+        let mut packed: Vec<(String, Result<Value>)> = Vec::new();
+        self.read_pack(&pack, &mut |key, document, _| {
+            packed.push((key.to_string(), self.parse(&pack, document.get())));
+        })?;
         let mut documents = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&dir, e))?;
@@ -257,13 +325,21 @@ impl Documents<'_> {
             let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
             documents.push((key, self.parse(&file, &text)?));
         }
+        // A document's own file wins over the pack's line of its key.
+        let own: std::collections::HashSet<String> =
+            documents.iter().map(|(key, _)| key.clone()).collect();
+        for (key, document) in packed {
+            if !own.contains(&key) {
+                documents.push((key, document?));
+            }
+        }
         documents.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(documents)
     }
 
     /// Replace each kind of `clear` whole, then put the other documents one by one. A cleared
-    /// kind's new documents are written into a staging folder first (each file synced), which
-    /// then takes the kind folder's place by renames: a reader sees all old or all new
+    /// kind's new documents are written as one pack into a staging folder first (synced),
+    /// which then takes the kind folder's place by renames: a reader sees all old or all new
     /// documents of a kind, and a crash leaves only hidden staging folders behind (readers skip
     /// names starting with `.`, and the next batch removes them). Batches written at once (two
     /// `mine` runs) take turns, so the last one's documents stand whole.
@@ -277,19 +353,20 @@ impl Documents<'_> {
             let live = self.kind_dir(kind)?;
             let staged = documents.join(format!(".staged-{batch}-{}", escape(kind)));
             fs::create_dir_all(&staged).map_err(|e| io_error(&staged, e))?;
-            // By file name, the last document of a key winning, as one by one.
-            let mut files = std::collections::BTreeMap::new();
+            let mut documents_of_kind = Vec::new();
             for (_, key, document) in put.iter().filter(|(k, _, _)| k == kind) {
                 if key.is_empty() {
                     return Err(self.invalid("a document key must not be empty"));
                 }
-                let (name, long) = file_name(key);
-                files.insert(staged.join(name), file_text(key, long, document));
+                documents_of_kind.push((*key, *document));
             }
-            // The folder is this batch's alone until it is renamed: no file needs its own
-            // temporary name, only to be synced before the rename.
-            let files: Vec<(PathBuf, String)> = files.into_iter().collect();
-            write_synced(&files)?;
+            if !documents_of_kind.is_empty() {
+                // Builds that know no packs must refuse the store, not read a kind as empty.
+                raise_marker(self.root)?;
+                // The folder is this batch's alone until it is renamed: the pack needs no
+                // temporary name, only to be synced before the rename.
+                write_synced(&[(staged.join(PACK), pack_text(documents_of_kind))])?;
+            }
             sync_dir(&staged)?;
             let retired = documents.join(format!(".retired-{batch}-{}", escape(kind)));
             match fs::rename(&live, &retired) {
@@ -369,14 +446,30 @@ impl Documents<'_> {
         Ok(())
     }
 
+    /// Remove a document: its own file, and its line of the pack (rewritten without it).
     pub fn delete(&self, kind: &str, key: &str) -> Result<bool> {
         let (file, _) = self.file(kind, key)?;
         let _turn = self.lock_writes()?;
-        match fs::remove_file(&file) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(io_error(&file, e)),
+        let own = match fs::remove_file(&file) {
+            Ok(()) => true,
+            Err(e) if e.kind() == ErrorKind::NotFound => false,
+            Err(e) => return Err(io_error(&file, e)),
+        };
+        let pack = self.kind_dir(kind)?.join(PACK);
+        let mut kept = String::new();
+        let mut packed = false;
+        self.read_pack(&pack, &mut |stored, _, line| {
+            if stored == key {
+                packed = true;
+            } else {
+                kept.push_str(line);
+                kept.push('\n');
+            }
+        })?;
+        if packed {
+            atomic_write(&pack, kept.as_bytes())?;
         }
+        Ok(own || packed)
     }
 }
 
@@ -458,6 +551,117 @@ mod tests {
             .filter(|n| n.to_string_lossy().starts_with(".staged"))
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn a_replaced_kind_is_one_pack_that_single_puts_and_deletes_amend() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(
+            root.join(super::super::MARKER_FILE),
+            r#"{"format": "chainweaver-parquet", "version": 1}"#,
+        )
+        .unwrap();
+        let documents = Documents { root };
+        let keys: Vec<String> = (0..300).map(|i| format!("pattern-{i:03}")).collect();
+        let long_key = "x".repeat(400);
+        let values: Vec<Value> = (0..300).map(|i| serde_json::json!({"i": i})).collect();
+        let mut put: Vec<(&str, &str, &Value)> = keys
+            .iter()
+            .zip(&values)
+            .map(|(key, value)| ("pattern", key.as_str(), value))
+            .collect();
+        put.push(("pattern", &long_key, &values[7]));
+        documents.write_batch(&["pattern"], &put).unwrap();
+
+        // One file holds the kind, and the marker says a build must know packs to read it.
+        let folder = documents.kind_dir("pattern").unwrap();
+        let names: Vec<String> = fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [PACK]);
+        let marker = fs::read_to_string(root.join(super::super::MARKER_FILE)).unwrap();
+        let marker: Value = serde_json::from_str(&marker).unwrap();
+        assert_eq!(marker["version"], super::super::FORMAT_VERSION);
+        let listed = documents.list("pattern").unwrap();
+        assert_eq!(listed.len(), 301);
+        assert_eq!(listed[5], (keys[5].clone(), values[5].clone()));
+        assert_eq!(listed[300], (long_key.clone(), values[7].clone()));
+        assert_eq!(
+            documents.get("pattern", &keys[42]).unwrap(),
+            Some(values[42].clone())
+        );
+        assert_eq!(
+            documents.get("pattern", &long_key).unwrap(),
+            Some(values[7].clone())
+        );
+        assert_eq!(documents.get("pattern", "absent").unwrap(), None);
+
+        // A single put wins over the pack's line; a delete removes both.
+        let changed = serde_json::json!("changed");
+        documents.put("pattern", &keys[42], &changed).unwrap();
+        assert_eq!(
+            documents.get("pattern", &keys[42]).unwrap(),
+            Some(changed.clone())
+        );
+        let listed = documents.list("pattern").unwrap();
+        assert_eq!(listed.len(), 301);
+        assert_eq!(listed[42], (keys[42].clone(), changed.clone()));
+        assert!(documents.delete("pattern", &keys[42]).unwrap());
+        assert_eq!(documents.get("pattern", &keys[42]).unwrap(), None);
+        assert!(documents.delete("pattern", &keys[43]).unwrap());
+        assert!(!documents.delete("pattern", &keys[43]).unwrap());
+        let listed = documents.list("pattern").unwrap();
+        assert_eq!(listed.len(), 299);
+        assert!(
+            !listed
+                .iter()
+                .any(|(key, _)| key == &keys[42] || key == &keys[43])
+        );
+        assert_eq!(
+            documents.get("pattern", &keys[44]).unwrap(),
+            Some(values[44].clone())
+        );
+
+        // The next batch replaces pack and own files alike.
+        documents.put("pattern", "own-file", &changed).unwrap();
+        documents.write_batch(&["pattern"], &put[..2]).unwrap();
+        let listed = documents.list("pattern").unwrap();
+        assert_eq!(
+            listed,
+            vec![
+                (keys[0].clone(), values[0].clone()),
+                (keys[1].clone(), values[1].clone())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_damaged_pack_is_an_error_naming_its_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let documents = Documents { root: dir.path() };
+        let value = serde_json::json!({"a": 1});
+        documents
+            .write_batch(
+                &["pattern"],
+                &[("pattern", "one", &value), ("pattern", "two", &value)],
+            )
+            .unwrap();
+        let pack = documents.kind_dir("pattern").unwrap().join(PACK);
+        let text = fs::read_to_string(&pack).unwrap();
+        fs::write(&pack, format!("{}{{\"key\": \"three\", \"docu\n", text)).unwrap();
+        for err in [
+            documents.list("pattern").unwrap_err(),
+            documents.get("pattern", "absent").unwrap_err(),
+        ] {
+            let message = err.to_string();
+            assert!(message.contains("_pack.jsonl"), "{message}");
+            assert!(message.contains("line 3"), "{message}");
+        }
+        // Nothing in the damaged pack is rewritten by a delete that cannot read it.
+        assert!(documents.delete("pattern", "one").is_err());
+        assert!(fs::read_to_string(&pack).unwrap().starts_with(&text));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! <dir>/traces/date=YYYY-MM-DD/part-<seq>-<nonce>.parquet
 //! <dir>/steps/date=YYYY-MM-DD/part-<seq>-<nonce>.parquet
 //! <dir>/documents/<kind>/<key>.json
+//! <dir>/documents/<kind>/_pack.jsonl                 a kind's documents a batch replaced it with
 //! ```
 //!
 //! Every append writes at most one traces part and one steps part per partition, each to a
@@ -52,10 +53,13 @@ use crate::store::{
 };
 
 /// The newest dataset layout version this build understands. Version 2 adds compaction
-/// manifests (`compacts_through`), which a build knowing only version 1 would misread.
-pub const FORMAT_VERSION: i64 = 2;
-/// The version a new dataset is marked with: a dataset is raised to version 2 when first
-/// compacted, so one never compacted stays readable by builds that know version 1.
+/// manifests (`compacts_through`), which a build knowing only version 1 would misread; version 3
+/// adds document packs (`documents/<kind>/_pack.jsonl`), in which a build knowing only version 2
+/// would find no documents.
+pub const FORMAT_VERSION: i64 = 3;
+/// The version a new dataset is marked with: a dataset is raised to [`FORMAT_VERSION`] when
+/// first compacted or given a document pack, so one never so written stays readable by builds
+/// that know version 1.
 const CREATED_FORMAT_VERSION: i64 = 1;
 const FORMAT_NAME: &str = "chainweaver-parquet";
 const MARKER_FILE: &str = "_chainweaver.json";
@@ -118,6 +122,25 @@ pub(super) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
         return Err(io_error(path, e));
     }
     sync_dir(&dir)
+}
+
+/// Mark the dataset at `root` with [`FORMAT_VERSION`], unless it is already: done before
+/// something only this version reads becomes visible. Every writer raises to the same
+/// version, so writers at once never lower it.
+pub(super) fn raise_marker(root: &Path) -> Result<()> {
+    let path = root.join(MARKER_FILE);
+    let marked = fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Marker>(&text).ok());
+    if marked.is_some_and(|marker| marker.version >= FORMAT_VERSION) {
+        return Ok(());
+    }
+    let marker = Marker {
+        format: FORMAT_NAME.into(),
+        version: FORMAT_VERSION,
+    };
+    let text = serde_json::to_string_pretty(&marker).map_err(|e| parquet_error(&path, e))?;
+    atomic_write(&path, text.as_bytes())
 }
 
 /// `path`'s directory (created when missing) and the hidden temporary name beside it that a
