@@ -310,6 +310,12 @@ impl<'a> Columns<'a> {
 
     /// Decode every row of a `steps` batch: (trace_seq, step).
     pub fn steps(&self) -> Result<Vec<(u64, ObservedStep)>> {
+        self.steps_where(&|_, _| true)
+    }
+
+    /// Decode the rows of a `steps` batch whose (trace_seq, step_index) `keep` accepts; the
+    /// others' payloads are never parsed.
+    pub fn steps_where(&self, keep: &dyn Fn(u64, u32) -> bool) -> Result<Vec<(u64, ObservedStep)>> {
         let trace_id = self.strings("trace_id")?;
         let step_index = self.u32s("step_index")?;
         let call_id = self.strings("call_id")?;
@@ -324,10 +330,13 @@ impl<'a> Columns<'a> {
         let recorded_at = self.timestamps("recorded_at")?;
         let metadata = self.strings("metadata")?;
         let trace_seq = self.u64s(TRACE_SEQ)?;
-        let mut rows = Vec::with_capacity(self.batch.num_rows());
+        let mut rows = Vec::new();
         for i in 0..self.batch.num_rows() {
-            let id = trace_id.value(i);
             let index = step_index.value(i);
+            if !keep(trace_seq.value(i), index) {
+                continue;
+            }
+            let id = trace_id.value(i);
             let what = |column: &str| format!("{column} of trace {id}, step {index}");
             let step = ObservedStep {
                 trace_id: id.to_owned(),

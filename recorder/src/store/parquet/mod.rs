@@ -334,6 +334,10 @@ impl TraceStore for ParquetStore {
         self.load_some(ids)
     }
 
+    fn get_trace_steps(&self, wanted: &[(&str, &[usize])]) -> Result<Vec<TraceWithSteps>> {
+        self.load_some_steps(wanted)
+    }
+
     fn for_each_step_tool(&self, visit: &mut dyn FnMut(StepTool<'_>) -> Result<()>) -> Result<()> {
         self.stream_step_tools(visit)
     }

@@ -227,12 +227,71 @@ impl ParquetStore {
 
     /// [`crate::store::TraceStore::get_traces`]: one read of the trace rows, then one pass
     /// over the steps parts that may hold a wanted trace, decoding only the wanted rows.
-    pub(super) fn load_some(&self, ids: &[&str]) -> Result<Vec<TraceWithSteps>> {
+    /// Some steps of some traces ([`TraceStore::get_trace_steps`]): the step indexes of the
+    /// traces asked for are read first (two integer columns), to learn which step each place
+    /// names, and then only those steps' payloads are parsed.
+    pub(super) fn load_some_steps(
+        &self,
+        wanted: &[(&str, &[usize])],
+    ) -> Result<Vec<TraceWithSteps>> {
+        let ids: Vec<&str> = wanted.iter().map(|(id, _)| *id).collect();
         let commits = self.commits()?;
+        let (mut found, parts) = self.located(&commits, &ids)?;
+        let seq_set: Arc<HashSet<u64>> = Arc::new(found.keys().copied().collect());
+        let indexes = self.scan_parts(
+            &parts,
+            Some(&[TRACE_SEQ, "step_index"]),
+            Some(Arc::clone(&seq_set)),
+            &|columns, pairs| {
+                let seq = columns.u64s(TRACE_SEQ)?;
+                let index = columns.u32s("step_index")?;
+                pairs.extend((0..seq.len()).map(|i| (seq.value(i), index.value(i))));
+                Ok(())
+            },
+        )?;
+        let mut by_trace: HashMap<u64, Vec<u32>> = HashMap::new();
+        for (seq, index) in indexes.into_iter().flatten() {
+            by_trace.entry(seq).or_default().push(index);
+        }
+        let places: HashMap<&str, &[usize]> = wanted.iter().copied().collect();
+        let mut keep: HashSet<(u64, u32)> = HashSet::new();
+        for (seq, mut indexes) in by_trace {
+            indexes.sort_unstable();
+            let asked = found
+                .get(&seq)
+                .and_then(|(id, _)| places.get(id.as_str()))
+                .copied()
+                .unwrap_or(&[]);
+            keep.extend(
+                asked
+                    .iter()
+                    .filter_map(|&p| indexes.get(p))
+                    .map(|&i| (seq, i)),
+            );
+        }
+        let gathered = self.scan_parts(&parts, None, Some(seq_set), &|columns, steps| {
+            steps.extend(columns.steps_where(&|seq, index| keep.contains(&(seq, index)))?);
+            Ok(())
+        })?;
+        for (seq, step) in gathered.into_iter().flatten() {
+            if let Some((_, trace)) = found.get_mut(&seq) {
+                trace.steps.push(step);
+            }
+        }
+        Ok(in_asked_order(found, &ids))
+    }
+
+    /// The traces of `ids` the store holds, by storage ordinal (with their id, no steps yet),
+    /// and the steps parts that may hold their steps.
+    fn located<'c>(
+        &self,
+        commits: &'c [Arc<Commit>],
+        ids: &[&str],
+    ) -> Result<(FoundTraces, Vec<&'c PartInfo>)> {
         let wanted: HashSet<&str> = ids.iter().copied().collect();
-        let mut found: HashMap<u64, (String, TraceWithSteps)> = HashMap::new();
+        let mut found: FoundTraces = HashMap::new();
         let mut partitions: HashSet<String> = HashSet::new();
-        for stored in self.load_traces_where(&commits, &|id| wanted.contains(id))? {
+        for stored in self.load_traces_where(commits, &|id| wanted.contains(id))? {
             partitions.insert(stored.partition.clone());
             found.insert(
                 stored.trace_seq,
@@ -247,7 +306,6 @@ impl ParquetStore {
         }
         let mut seqs: Vec<u64> = found.keys().copied().collect();
         seqs.sort_unstable();
-        let seq_set: Arc<HashSet<u64>> = Arc::new(seqs.iter().copied().collect());
         let parts: Vec<&PartInfo> = commits
             .iter()
             .flat_map(|c| &c.step_parts)
@@ -257,6 +315,13 @@ impl ParquetStore {
                 overlaps && partitions.contains(&part.partition)
             })
             .collect();
+        Ok((found, parts))
+    }
+
+    pub(super) fn load_some(&self, ids: &[&str]) -> Result<Vec<TraceWithSteps>> {
+        let commits = self.commits()?;
+        let (mut found, parts) = self.located(&commits, ids)?;
+        let seq_set: Arc<HashSet<u64>> = Arc::new(found.keys().copied().collect());
         let gathered = self.scan_parts(&parts, None, Some(seq_set), &|columns, steps| {
             steps.extend(columns.steps()?);
             Ok(())
@@ -266,13 +331,22 @@ impl ParquetStore {
                 trace.steps.push(step);
             }
         }
-        let mut by_id: HashMap<String, TraceWithSteps> = found
-            .into_values()
-            .map(|(id, mut trace)| {
-                trace.steps.sort_by_key(|s| s.step_index);
-                (id, trace)
-            })
-            .collect();
-        Ok(ids.iter().filter_map(|id| by_id.remove(*id)).collect())
+        Ok(in_asked_order(found, ids))
     }
+}
+
+/// Traces asked for, by storage ordinal: the id and the trace, its steps as read so far.
+type FoundTraces = HashMap<u64, (String, TraceWithSteps)>;
+
+/// The traces found, each with its steps in step order, in the order of `ids` (unknown ones
+/// left out).
+fn in_asked_order(found: FoundTraces, ids: &[&str]) -> Vec<TraceWithSteps> {
+    let mut by_id: HashMap<String, TraceWithSteps> = found
+        .into_values()
+        .map(|(id, mut trace)| {
+            trace.steps.sort_by_key(|s| s.step_index);
+            (id, trace)
+        })
+        .collect();
+    ids.iter().filter_map(|id| by_id.remove(*id)).collect()
 }
