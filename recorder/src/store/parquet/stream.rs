@@ -225,9 +225,7 @@ impl ParquetStore {
         )
     }
 
-    /// [`crate::store::TraceStore::get_traces`]: one read of the trace rows, then one pass
-    /// over the steps parts that may hold a wanted trace, decoding only the wanted rows.
-    /// Some steps of some traces ([`TraceStore::get_trace_steps`]): the step indexes of the
+    /// Some steps of some traces ([`crate::store::TraceStore::get_trace_steps`]): the step indexes of the
     /// traces asked for are read first (two integer columns), to learn which step each place
     /// names, and then only those steps' payloads are parsed.
     pub(super) fn load_some_steps(
@@ -318,6 +316,8 @@ impl ParquetStore {
         Ok((found, parts))
     }
 
+    /// [`crate::store::TraceStore::get_traces`]: one read of the trace rows, then one pass
+    /// over the steps parts that may hold a wanted trace, decoding only the wanted rows.
     pub(super) fn load_some(&self, ids: &[&str]) -> Result<Vec<TraceWithSteps>> {
         let commits = self.commits()?;
         let (mut found, parts) = self.located(&commits, ids)?;
