@@ -25,7 +25,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{
-    atomic_write, io_error, nonce, open_lock_file, raise_marker, sync_dir, temporary_beside,
+    atomic_write, io_error, nonce, open_lock_file, parquet_error, raise_marker, sync_dir,
+    temporary_beside,
 };
 use crate::error::{RecorderError, Result};
 
@@ -34,23 +35,29 @@ const SUFFIX: &str = ".json";
 /// The file a batch writes a replaced kind's documents to. Not `.json`, so never a key's file.
 const PACK: &str = "_pack.jsonl";
 
-/// One line of a pack, the document kept as text until it is asked for.
-#[derive(serde::Deserialize)]
-struct PackLine<'a> {
-    key: String,
-    #[serde(borrow)]
-    document: &'a serde_json::value::RawValue,
+/// One line of a pack: read with the document kept as text until it is asked for
+/// (`PackLine<String, &RawValue>`), written from borrowed documents (`PackLine<&str, &Value>`).
+#[derive(serde::Deserialize, serde::Serialize)]
+struct PackLine<K, D> {
+    key: K,
+    document: D,
 }
 
-/// A pack's text: one line a document, in key order (the last of a key given twice winning).
-fn pack_text<'a>(documents: impl IntoIterator<Item = (&'a str, &'a Value)>) -> String {
+/// The text of the pack at `path`: one line a document, in key order (the last of a key given
+/// twice winning).
+fn pack_text<'a>(
+    path: &Path,
+    documents: impl IntoIterator<Item = (&'a str, &'a Value)>,
+) -> Result<String> {
     let sorted: std::collections::BTreeMap<&str, &Value> = documents.into_iter().collect();
     let mut text = String::new();
     for (key, document) in sorted {
-        text.push_str(&serde_json::json!({"key": key, "document": document}).to_string());
+        let line = serde_json::to_string(&PackLine { key, document })
+            .map_err(|e| parquet_error(path, format!("document {key}: {e}")))?;
+        text.push_str(&line);
         text.push('\n');
     }
-    text
+    Ok(text)
 }
 
 /// The longest file name written, suffix included.
@@ -253,10 +260,11 @@ impl Documents<'_> {
                 let mut found = None;
                 self.read_pack(&pack, &mut |stored, document, _| {
                     if stored == key {
-                        found = Some(self.parse(&pack, document.get()));
+                        found = Some(self.parse(&pack, document.get())?);
                     }
+                    Ok(())
                 })?;
-                return found.transpose();
+                return Ok(found);
             }
             Err(e) => return Err(io_error(&file, e)),
         };
@@ -273,7 +281,7 @@ impl Documents<'_> {
     fn read_pack(
         &self,
         path: &Path,
-        visit: &mut dyn FnMut(&str, &serde_json::value::RawValue, &str),
+        visit: &mut dyn FnMut(&str, &serde_json::value::RawValue, &str) -> Result<()>,
     ) -> Result<()> {
         let text = match fs::read_to_string(path) {
             Ok(text) => text,
@@ -281,12 +289,12 @@ impl Documents<'_> {
             Err(e) => return Err(io_error(path, e)),
         };
         for (number, line) in text.lines().enumerate() {
-            let entry: PackLine<'_> =
-                serde_json::from_str(line).map_err(|e| RecorderError::CorruptStore {
+            let entry: PackLine<String, &serde_json::value::RawValue> = serde_json::from_str(line)
+                .map_err(|e| RecorderError::CorruptStore {
                     path: path.to_path_buf(),
                     message: format!("line {}: not a packed document: {e}", number + 1),
                 })?;
-            visit(&entry.key, entry.document, line);
+            visit(&entry.key, entry.document, line)?;
         }
         Ok(())
     }
@@ -298,12 +306,13 @@ impl Documents<'_> {
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_error(&dir, e)),
         };
+        // The pack first: a document's own file, read after it, wins over its line.
         let pack = dir.join(PACK);
-        let mut packed: Vec<(String, Result<Value>)> = Vec::new();
+        let mut documents = std::collections::BTreeMap::new();
         self.read_pack(&pack, &mut |key, document, _| {
-            packed.push((key.to_string(), self.parse(&pack, document.get())));
+            documents.insert(key.to_string(), self.parse(&pack, document.get())?);
+            Ok(())
         })?;
-        let mut documents = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_error(&dir, e))?;
             let name = entry.file_name();
@@ -318,23 +327,15 @@ impl Documents<'_> {
             let file = entry.path();
             if stem.contains(LONG_MARK) {
                 let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
-                documents.push(self.open_envelope(&file, &text)?);
+                let (key, document) = self.open_envelope(&file, &text)?;
+                documents.insert(key, document);
                 continue;
             }
             let Some(key) = unescape(stem) else { continue };
             let text = fs::read_to_string(&file).map_err(|e| io_error(&file, e))?;
-            documents.push((key, self.parse(&file, &text)?));
+            documents.insert(key, self.parse(&file, &text)?);
         }
-        // A document's own file wins over the pack's line of its key.
-        let own: std::collections::HashSet<String> =
-            documents.iter().map(|(key, _)| key.clone()).collect();
-        for (key, document) in packed {
-            if !own.contains(&key) {
-                documents.push((key, document?));
-            }
-        }
-        documents.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(documents)
+        Ok(documents.into_iter().collect())
     }
 
     /// Replace each kind of `clear` whole, then put the other documents one by one. A cleared
@@ -365,7 +366,9 @@ impl Documents<'_> {
                 raise_marker(self.root)?;
                 // The folder is this batch's alone until it is renamed: the pack needs no
                 // temporary name, only to be synced before the rename.
-                write_synced(&[(staged.join(PACK), pack_text(documents_of_kind))])?;
+                let pack = staged.join(PACK);
+                let text = pack_text(&pack, documents_of_kind)?;
+                write_synced(&[(pack, text)])?;
             }
             sync_dir(&staged)?;
             let retired = documents.join(format!(".retired-{batch}-{}", escape(kind)));
@@ -465,6 +468,7 @@ impl Documents<'_> {
                 kept.push_str(line);
                 kept.push('\n');
             }
+            Ok(())
         })?;
         if packed {
             atomic_write(&pack, kept.as_bytes())?;

@@ -129,18 +129,41 @@ pub(super) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<()> {
 /// version, so writers at once never lower it.
 pub(super) fn raise_marker(root: &Path) -> Result<()> {
     let path = root.join(MARKER_FILE);
-    let marked = fs::read_to_string(&path)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Marker>(&text).ok());
-    if marked.is_some_and(|marker| marker.version >= FORMAT_VERSION) {
-        return Ok(());
+    match read_marker(&path)? {
+        Some(marker) if marker.version >= FORMAT_VERSION => Ok(()),
+        _ => write_marker(&path, FORMAT_VERSION),
     }
+}
+
+/// The dataset marker at `path`, `None` when there is none; a marker of another format or
+/// not a marker at all is a corrupt store.
+fn read_marker(path: &Path) -> Result<Option<Marker>> {
+    let text = match fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error(path, e)),
+    };
+    let marker: Marker = serde_json::from_str(&text).map_err(|e| RecorderError::CorruptStore {
+        path: path.to_path_buf(),
+        message: format!("not a dataset marker: {e}"),
+    })?;
+    if marker.format != FORMAT_NAME {
+        return Err(RecorderError::CorruptStore {
+            path: path.to_path_buf(),
+            message: format!("unknown dataset format {:?}", marker.format),
+        });
+    }
+    Ok(Some(marker))
+}
+
+/// Mark the dataset with layout `version`, atomically.
+fn write_marker(path: &Path, version: i64) -> Result<()> {
     let marker = Marker {
         format: FORMAT_NAME.into(),
-        version: FORMAT_VERSION,
+        version,
     };
-    let text = serde_json::to_string_pretty(&marker).map_err(|e| parquet_error(&path, e))?;
-    atomic_write(&path, text.as_bytes())
+    let text = serde_json::to_string_pretty(&marker).map_err(|e| parquet_error(path, e))?;
+    atomic_write(path, text.as_bytes())
 }
 
 /// `path`'s directory (created when missing) and the hidden temporary name beside it that a
@@ -228,37 +251,16 @@ impl ParquetStore {
     pub fn open(path: &Path) -> Result<Self> {
         fs::create_dir_all(path).map_err(|e| io_error(path, e))?;
         let marker_path = path.join(MARKER_FILE);
-        match fs::read_to_string(&marker_path) {
-            Ok(text) => {
-                let marker: Marker =
-                    serde_json::from_str(&text).map_err(|e| RecorderError::CorruptStore {
-                        path: marker_path.clone(),
-                        message: format!("not a dataset marker: {e}"),
-                    })?;
-                if marker.format != FORMAT_NAME {
-                    return Err(RecorderError::CorruptStore {
-                        path: marker_path,
-                        message: format!("unknown dataset format {:?}", marker.format),
-                    });
-                }
-                if marker.version > FORMAT_VERSION {
-                    return Err(RecorderError::SchemaTooNew {
-                        path: path.to_path_buf(),
-                        found: marker.version,
-                        supported: FORMAT_VERSION,
-                    });
-                }
+        match read_marker(&marker_path)? {
+            Some(marker) if marker.version > FORMAT_VERSION => {
+                return Err(RecorderError::SchemaTooNew {
+                    path: path.to_path_buf(),
+                    found: marker.version,
+                    supported: FORMAT_VERSION,
+                });
             }
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                let marker = Marker {
-                    format: FORMAT_NAME.into(),
-                    version: CREATED_FORMAT_VERSION,
-                };
-                let text = serde_json::to_string_pretty(&marker)
-                    .map_err(|e| parquet_error(&marker_path, e))?;
-                atomic_write(&marker_path, text.as_bytes())?;
-            }
-            Err(e) => return Err(io_error(&marker_path, e)),
+            Some(_) => {}
+            None => write_marker(&marker_path, CREATED_FORMAT_VERSION)?,
         }
         Ok(Self {
             root: path.to_path_buf(),
@@ -461,6 +463,26 @@ impl TraceStore for ParquetStore {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_marker_is_raised_once_and_a_damaged_one_is_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        ParquetStore::open(root).unwrap();
+        let path = root.join(MARKER_FILE);
+        assert_eq!(
+            read_marker(&path).unwrap().unwrap().version,
+            CREATED_FORMAT_VERSION
+        );
+        raise_marker(root).unwrap();
+        assert_eq!(read_marker(&path).unwrap().unwrap().version, FORMAT_VERSION);
+        for damaged in ["{\"format\": \"other\", \"version\": 1}", "not json"] {
+            fs::write(&path, damaged).unwrap();
+            let err = raise_marker(root).unwrap_err();
+            assert!(matches!(err, RecorderError::CorruptStore { .. }), "{err}");
+            assert_eq!(fs::read_to_string(&path).unwrap(), damaged);
+        }
+    }
 
     #[test]
     fn nonces_taken_at_once_by_many_threads_differ() {
