@@ -59,6 +59,9 @@ pub enum RecorderError {
         key: String,
         message: String,
     },
+    /// A request to object storage failed, or what it holds cannot be used.
+    #[error("{url}: {message}")]
+    ObjectStore { url: String, message: String },
     #[error("statistics: {0}")]
     Stats(String),
     #[error("the recorder's background writer stopped: {0}")]

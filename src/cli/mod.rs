@@ -51,7 +51,9 @@ pub struct Cli {
 #[derive(Debug, Clone, clap::Args)]
 pub struct Global {
     /// The store: a SQLite file, or a directory (or a path ending in `.parquet`) for a Parquet
-    /// dataset. Created when missing.
+    /// dataset. Created when missing. A build with feature `s3` also opens a Parquet dataset
+    /// uploaded to S3-compatible object storage, `s3://BUCKET/PREFIX` (endpoint and credentials
+    /// from the `AWS_*` environment variables); it takes results, not imports.
     #[arg(
         long,
         global = true,

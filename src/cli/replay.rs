@@ -73,7 +73,7 @@ pub fn run(args: ReplayArgs, global: &Global) -> anyhow::Result<u8> {
     };
     let registry = || -> chainweaver::Result<FlowRegistry> {
         // A missing store registers nothing; looking there must not create one.
-        if !global.store.exists() {
+        if !super::store::exists(&global.store) {
             return Ok(FlowRegistry::new());
         }
         let store = chainweaver::recorder::store::open_store(&global.store)?;

@@ -14,9 +14,15 @@ pub fn open(path: &Path) -> anyhow::Result<Box<dyn TraceStore>> {
     store::open_store(path).with_context(|| format!("cannot open the store {}", path.display()))
 }
 
+/// Whether there is a store at `path` to open without creating one: a local file or folder, or
+/// a dataset in object storage (whose opening says when there is none).
+pub fn exists(path: &Path) -> bool {
+    store::is_object_storage(path) || path.exists()
+}
+
 /// Open a store that must already exist (reading commands should not create empty stores).
 pub fn open_existing(path: &Path) -> anyhow::Result<Box<dyn TraceStore>> {
-    if !path.exists() {
+    if !exists(path) {
         return Err(Failure {
             code: exit::FAILED,
             message: format!("no store at {}", path.display()),

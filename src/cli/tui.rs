@@ -28,7 +28,7 @@ pub struct TuiArgs {
 }
 
 pub fn run(args: TuiArgs, global: &Global) -> anyhow::Result<u8> {
-    if !global.store.exists() {
+    if !super::store::exists(&global.store) {
         return Err(Failure {
             code: exit::FAILED,
             message: format!("no store at {}", global.store.display()),

@@ -10,6 +10,8 @@ mod executor;
 mod import_cli;
 mod mcp;
 mod mcp_loop;
+#[cfg(feature = "s3")]
+mod object_storage;
 mod outputs;
 mod readme;
 mod record;

@@ -169,10 +169,13 @@ pub fn default_memory_budget() -> Option<usize> {
 const BATCH_ROWS: usize = 65_536;
 
 /// Where the counting reads its steps from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum StepSource {
     /// Parquet files in the dataset layout, read in place.
     Files(Vec<PathBuf>),
+    /// The parts of a dataset in object storage, read where they are.
+    #[cfg(feature = "s3")]
+    Objects(chainweaver_recorder::store::StepObjects),
     /// The store's tool-name stream, copied into memory as three Arrow columns.
     Stream,
 }
@@ -180,6 +183,10 @@ pub enum StepSource {
 impl StepSource {
     /// The files of a Parquet store, else the stream.
     pub fn of(store: &dyn TraceStore) -> Result<Self> {
+        #[cfg(feature = "s3")]
+        if let Some(objects) = store.committed_step_objects()? {
+            return Ok(Self::Objects(objects));
+        }
         Ok(match store.committed_step_files()? {
             Some(files) => Self::Files(files),
             None => Self::Stream,
@@ -191,6 +198,11 @@ impl StepSource {
             Self::Files(files) => match files.first() {
                 Some(first) => format!("{} Parquet files ({} first)", files.len(), first.display()),
                 None => "no Parquet files".into(),
+            },
+            #[cfg(feature = "s3")]
+            Self::Objects(objects) => match objects.files.first() {
+                Some(first) => format!("{} Parquet objects ({first} first)", objects.files.len()),
+                None => "no Parquet objects".into(),
             },
             Self::Stream => "the store's tool-name stream".into(),
         }
@@ -316,7 +328,17 @@ pub fn mine(
                     .into(),
             ));
         }
+        #[cfg(all(feature = "s3", feature = "ballista"))]
+        (StepSource::Objects(_), Runner::Ballista { .. }) => {
+            return Err(failed(
+                "a cluster's executors read the store's files by their paths: mount the bucket \
+                 at the same path on this machine and the executors, and name that folder"
+                    .into(),
+            ));
+        }
         (StepSource::Files(_), _) => None,
+        #[cfg(feature = "s3")]
+        (StepSource::Objects(_), _) => None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(runner.threads())
@@ -344,6 +366,8 @@ pub fn mine(
             Some((file, why)) => failed(format!("{}: {why} ({message})", file.display())),
             None => failed(message),
         },
+        #[cfg(feature = "s3")]
+        StepSource::Objects(_) => failed(message),
         StepSource::Stream => failed(message),
     })?;
     if runner.is_remote() {
@@ -416,6 +440,27 @@ fn table_paths(files: &[PathBuf]) -> Vec<String> {
     paths
 }
 
+/// Register the Parquet files and folders at `urls` as the table `name`.
+async fn register_listing(
+    context: &SessionContext,
+    name: &str,
+    urls: Vec<ListingTableUrl>,
+) -> Result<(), String> {
+    let text = |e: datafusion::error::DataFusionError| e.to_string();
+    let options =
+        ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(options)
+        .infer_schema(&context.state())
+        .await
+        .map_err(text)?;
+    let table = ListingTable::try_new(config).map_err(text)?;
+    context
+        .register_table(name, Arc::new(table))
+        .map_err(text)?;
+    Ok(())
+}
+
 /// The first file whose Parquet footer cannot be read, or that lacks a column the plans read,
 /// with the reason.
 fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
@@ -470,8 +515,10 @@ impl Plans<'_> {
             let scratch = match (self.query.max_gap, self.source) {
                 (None, _) => None,
                 (Some(_), StepSource::Files(files)) => Some(ClusterScratch::beside(files)?),
-                (Some(_), StepSource::Stream) => {
-                    return Err("a cluster writes gapped levels beside a Parquet store".into());
+                (Some(_), _) => {
+                    return Err(
+                        "a cluster writes gapped levels beside a local Parquet store".into(),
+                    );
                 }
             };
             let folder = scratch
@@ -549,17 +596,27 @@ impl Plans<'_> {
                     .map(ListingTableUrl::parse)
                     .collect::<Result<Vec<_>, _>>()
                     .map_err(text)?;
-                let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-                    .with_file_extension(".parquet");
-                let config = ListingTableConfig::new_with_multi_paths(urls)
-                    .with_listing_options(options)
-                    .infer_schema(&context.state())
-                    .await
-                    .map_err(text)?;
-                let table = ListingTable::try_new(config).map_err(text)?;
+                register_listing(context, all_steps, urls).await?;
+            }
+            #[cfg(feature = "s3")]
+            (StepSource::Objects(objects), _) if objects.files.is_empty() => return Ok(false),
+            #[cfg(feature = "s3")]
+            (StepSource::Objects(objects), _) => {
+                let bucket =
+                    datafusion::execution::object_store::ObjectStoreUrl::parse(&objects.bucket_url)
+                        .map_err(text)?;
                 context
-                    .register_table(all_steps, Arc::new(table))
+                    .runtime_env()
+                    .register_object_store(bucket.as_ref(), Arc::clone(&objects.store));
+                // Part by part: a day folder may also hold a crashed append's parts, which only
+                // the manifests tell apart.
+                let urls = objects
+                    .files
+                    .iter()
+                    .map(ListingTableUrl::parse)
+                    .collect::<Result<Vec<_>, _>>()
                     .map_err(text)?;
+                register_listing(context, all_steps, urls).await?;
             }
             (StepSource::Stream, batches) => {
                 // Spread over `threads` partitions, so the scan feeds every core.

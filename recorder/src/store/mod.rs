@@ -21,6 +21,8 @@ use crate::model::{ObservedStep, ObservedTrace, Timestamp, TraceWithSteps};
 
 #[cfg(feature = "parquet")]
 pub use self::parquet::ParquetStore;
+#[cfg(feature = "s3")]
+pub use self::parquet::{Remote, StepObjects};
 pub use self::raw::RawSteps;
 pub(crate) use self::raw::{JsonText, MetadataText, RawStep, StepView};
 pub use self::sqlite::SqliteStore;
@@ -254,6 +256,13 @@ pub trait TraceStore: Send {
     /// (the layout of `docs/parquet-schema.md`); `None` for a store that keeps its steps
     /// otherwise. Only files an append committed are listed, never a crashed append's parts.
     fn committed_step_files(&self) -> Result<Option<Vec<std::path::PathBuf>>> {
+        Ok(None)
+    }
+
+    /// [`TraceStore::committed_step_files`] of a dataset in object storage: the parts' URLs
+    /// and the client that reads them; `None` for any other store.
+    #[cfg(feature = "s3")]
+    fn committed_step_objects(&self) -> Result<Option<StepObjects>> {
         Ok(None)
     }
 
@@ -646,7 +655,11 @@ impl StoreKind {
     /// anything else is a SQLite file.
     pub fn detect(path: &Path) -> Self {
         let as_text = path.to_string_lossy();
-        if path.is_dir() || as_text.ends_with('/') || as_text.ends_with(".parquet") {
+        if is_object_storage(path)
+            || path.is_dir()
+            || as_text.ends_with('/')
+            || as_text.ends_with(".parquet")
+        {
             StoreKind::Parquet
         } else {
             StoreKind::Sqlite
@@ -654,11 +667,27 @@ impl StoreKind {
     }
 }
 
+/// Whether `path` names a dataset in object storage (`s3://BUCKET/PREFIX`), which opens only in
+/// a build with feature `s3`.
+pub fn is_object_storage(path: &Path) -> bool {
+    path.to_string_lossy().starts_with(OBJECT_STORAGE_SCHEME)
+}
+
+/// How a dataset in object storage is named: `s3://BUCKET/PREFIX`.
+pub const OBJECT_STORAGE_SCHEME: &str = "s3://";
+
 /// Compact the existing store at `path`: a Parquet dataset's part files merged into a few per
 /// partition ([`ParquetStore::compact`]), a SQLite file vacuumed ([`SqliteStore::compact`]).
 /// What is stored and how it reads do not change. `progress` gets step rows as they are
 /// rewritten.
 pub fn compact_store(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<CompactStats> {
+    if is_object_storage(path) {
+        return Err(RecorderError::ObjectStore {
+            url: path.to_string_lossy().into_owned(),
+            message: "compaction rewrites a local store: compact it there, then upload the folder"
+                .into(),
+        });
+    }
     match StoreKind::detect(path) {
         StoreKind::Sqlite => SqliteStore::open(path)?.compact(),
         #[cfg(feature = "parquet")]
@@ -676,6 +705,18 @@ pub fn compact_store(path: &Path, progress: &mut dyn FnMut(u64)) -> Result<Compa
 
 /// Open (creating when missing) the store at `path`, of the kind [`StoreKind::detect`] names.
 pub fn open_store(path: &Path) -> Result<Box<dyn TraceStore>> {
+    if is_object_storage(path) {
+        #[cfg(feature = "s3")]
+        return Ok(Box::new(ParquetStore::open_remote(
+            &path.to_string_lossy(),
+            &[],
+        )?));
+        #[cfg(not(feature = "s3"))]
+        return Err(RecorderError::ObjectStore {
+            url: path.to_string_lossy().into_owned(),
+            message: "this build reads no object storage (build with feature `s3`)".into(),
+        });
+    }
     Ok(match StoreKind::detect(path) {
         StoreKind::Sqlite => Box::new(SqliteStore::open(path)?),
         #[cfg(feature = "parquet")]

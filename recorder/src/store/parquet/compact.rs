@@ -41,6 +41,7 @@ impl ParquetStore {
     /// while it runs.
     /// `progress` gets the number of step rows rewritten as they are written.
     pub fn compact(&mut self, progress: &mut dyn FnMut(u64)) -> Result<CompactStats> {
+        self.local_only("compaction")?;
         // Held until the end: writers leave the uncommitted files alone meanwhile, so the
         // parts being written here are not taken for an append's leftovers.
         let _lock = self.lock_compaction()?;

@@ -33,7 +33,7 @@ use crate::error::{RecorderError, Result};
 const SUFFIX: &str = ".json";
 
 /// The file a batch writes a replaced kind's documents to. Not `.json`, so never a key's file.
-const PACK: &str = "_pack.jsonl";
+pub(super) const PACK: &str = "_pack.jsonl";
 
 /// One line of a pack: read with the document kept as text until it is asked for
 /// (`PackLine<String, &RawValue>`), written from borrowed documents (`PackLine<&str, &Value>`).
@@ -297,6 +297,19 @@ impl Documents<'_> {
             visit(&entry.key, entry.document, line)?;
         }
         Ok(())
+    }
+
+    /// The text of a pack holding every document of `kind` as [`Documents::list`] reads it.
+    #[cfg(feature = "s3")]
+    pub fn pack_of(&self, kind: &str) -> Result<String> {
+        let documents = self.list(kind)?;
+        let path = self.kind_dir(kind)?.join(PACK);
+        pack_text(
+            &path,
+            documents
+                .iter()
+                .map(|(key, document)| (key.as_str(), document)),
+        )
     }
 
     pub fn list(&self, kind: &str) -> Result<Vec<(String, Value)>> {

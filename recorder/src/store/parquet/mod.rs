@@ -26,8 +26,13 @@ mod compact;
 mod documents;
 mod manifest;
 mod read;
+#[cfg(feature = "s3")]
+mod remote;
 mod stream;
 mod write;
+
+#[cfg(feature = "s3")]
+pub use self::remote::{Remote, StepObjects};
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -235,6 +240,9 @@ pub struct ParquetStore {
     index: Option<WriterIndex>,
     /// Parsed commit manifests by sequence number.
     manifests: Mutex<HashMap<u64, Arc<Commit>>>,
+    /// A dataset in object storage: `root` is the local copy of its small files.
+    #[cfg(feature = "s3")]
+    remote: Option<Arc<remote::RemoteDataset>>,
 }
 
 impl std::fmt::Debug for ParquetStore {
@@ -266,7 +274,75 @@ impl ParquetStore {
             root: path.to_path_buf(),
             index: None,
             manifests: Mutex::new(HashMap::new()),
+            #[cfg(feature = "s3")]
+            remote: None,
         })
+    }
+
+    /// Open the dataset in object storage at `url` (`s3://BUCKET/PREFIX`, see
+    /// [`Remote::connect`] for the connection `settings` and the environment). It is read where
+    /// it lives and takes documents, not appends; a URL without a dataset is an error.
+    #[cfg(feature = "s3")]
+    pub fn open_remote(url: &str, settings: &[(&str, &str)]) -> Result<Self> {
+        let dataset = remote::RemoteDataset::open(url, settings, MARKER_FILE)?;
+        let marker = read_marker(&dataset.copy.path().join(MARKER_FILE))?;
+        if let Some(marker) = marker
+            && marker.version > FORMAT_VERSION
+        {
+            return Err(RecorderError::SchemaTooNew {
+                path: PathBuf::from(dataset.remote.url()),
+                found: marker.version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        let mut store = Self::open(dataset.copy.path())?;
+        store.remote = Some(Arc::new(dataset));
+        Ok(store)
+    }
+
+    /// The object storage a dataset opened with [`ParquetStore::open_remote`] lives in.
+    #[cfg(feature = "s3")]
+    pub fn remote(&self) -> Option<&Remote> {
+        self.remote
+            .as_deref()
+            .map(|dataset| dataset.remote.as_ref())
+    }
+
+    /// Refuse what only a local dataset does.
+    fn local_only(&self, what: &str) -> Result<()> {
+        #[cfg(feature = "s3")]
+        if let Some(dataset) = &self.remote {
+            return Err(RecorderError::ObjectStore {
+                url: dataset.remote.url().to_string(),
+                message: format!(
+                    "a dataset in object storage is read where it lives and takes results, but \
+                     {what} runs on a local store: do it there, then upload the folder"
+                ),
+            });
+        }
+        let _ = what;
+        Ok(())
+    }
+
+    /// Change the documents of `kinds` with `change`, and upload those kinds where the dataset
+    /// lives in object storage.
+    fn change_documents<T>(
+        &self,
+        kinds: &[&str],
+        change: impl FnOnce(&Documents<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let documents = Documents { root: &self.root };
+        #[cfg(feature = "s3")]
+        if let Some(dataset) = &self.remote {
+            let kinds = remote::distinct(kinds.iter().copied());
+            let pack = |kind: &str| documents.pack_of(kind);
+            dataset.before_change(&kinds, &pack, MARKER_FILE)?;
+            let changed = change(&documents)?;
+            dataset.after_change(&kinds, &pack, MARKER_FILE)?;
+            return Ok(changed);
+        }
+        let _ = kinds;
+        change(&documents)
     }
 
     /// The dataset directory.
@@ -345,6 +421,11 @@ impl TraceStore for ParquetStore {
     }
 
     fn committed_step_files(&self) -> Result<Option<Vec<PathBuf>>> {
+        // The parts of a dataset in object storage are no local files.
+        #[cfg(feature = "s3")]
+        if self.remote.is_some() {
+            return Ok(None);
+        }
         let commits = self.commits()?;
         Ok(Some(
             commits
@@ -352,6 +433,28 @@ impl TraceStore for ParquetStore {
                 .flat_map(|commit| commit.step_parts.iter().map(|part| self.part_path(part)))
                 .collect(),
         ))
+    }
+
+    #[cfg(feature = "s3")]
+    fn committed_step_objects(&self) -> Result<Option<StepObjects>> {
+        let Some(dataset) = &self.remote else {
+            return Ok(None);
+        };
+        let commits = self.commits()?;
+        let remote = &dataset.remote;
+        Ok(Some(StepObjects {
+            bucket_url: remote.bucket_url().to_string(),
+            store: remote.object_store(),
+            files: commits
+                .iter()
+                .flat_map(|commit| {
+                    commit
+                        .step_parts
+                        .iter()
+                        .map(|part| remote.url_of(&part.file))
+                })
+                .collect(),
+        }))
     }
 
     fn trace_ids(&self) -> Result<Vec<String>> {
@@ -439,7 +542,7 @@ impl TraceStore for ParquetStore {
     }
 
     fn put_document(&mut self, kind: &str, key: &str, document: &Value) -> Result<()> {
-        Documents { root: &self.root }.put(kind, key, document)
+        self.change_documents(&[kind], |documents| documents.put(kind, key, document))
     }
 
     fn get_document(&self, kind: &str, key: &str) -> Result<Option<Value>> {
@@ -451,11 +554,16 @@ impl TraceStore for ParquetStore {
     }
 
     fn delete_document(&mut self, kind: &str, key: &str) -> Result<bool> {
-        Documents { root: &self.root }.delete(kind, key)
+        self.change_documents(&[kind], |documents| documents.delete(kind, key))
     }
 
     fn write_documents(&mut self, clear: &[&str], put: &[(&str, &str, &Value)]) -> Result<()> {
-        Documents { root: &self.root }.write_batch(clear, put)
+        let kinds: Vec<&str> = clear
+            .iter()
+            .copied()
+            .chain(put.iter().map(|(kind, _, _)| *kind))
+            .collect();
+        self.change_documents(&kinds, |documents| documents.write_batch(clear, put))
     }
 }
 

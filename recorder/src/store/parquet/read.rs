@@ -56,11 +56,47 @@ impl ParquetStore {
         projection: Option<&[&str]>,
         only_traces: Option<Arc<HashSet<u64>>>,
     ) -> Result<(PathBuf, ParquetRecordBatchReader)> {
+        #[cfg(feature = "s3")]
+        if let Some(dataset) = &self.remote {
+            let remote = super::remote::RemotePart::open(&dataset.remote, &part.file)?;
+            let path = remote.url();
+            let builder = ParquetRecordBatchReaderBuilder::try_new(remote.clone())
+                .map_err(|e| parquet_error(&path, e))?;
+            // The column chunks the read decodes, fetched together ahead of it.
+            let wanted = |name: &str| {
+                projection.is_none_or(|names| names.contains(&name))
+                    || (only_traces.is_some() && name == TRACE_SEQ)
+            };
+            let ranges = builder
+                .metadata()
+                .row_groups()
+                .iter()
+                .flat_map(|group| group.columns())
+                .filter(|column| wanted(column.column_descr().path().parts()[0].as_str()))
+                .map(|column| {
+                    let (start, length) = column.byte_range();
+                    start..start + length
+                })
+                .collect();
+            remote.fetch(ranges)?;
+            return self.configured(path, builder, projection, only_traces);
+        }
         let path = self.part_path(part);
         let file = File::open(&path).map_err(|e| io_error(&path, e))?;
-        let mut builder = ParquetRecordBatchReaderBuilder::try_new(file)
-            .map_err(|e| parquet_error(&path, e))?
-            .with_batch_size(READ_BATCH_ROWS);
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(file).map_err(|e| parquet_error(&path, e))?;
+        self.configured(path, builder, projection, only_traces)
+    }
+
+    /// [`ParquetStore::reader`]'s reader from a part's builder.
+    fn configured<T: parquet::file::reader::ChunkReader + 'static>(
+        &self,
+        path: PathBuf,
+        builder: ParquetRecordBatchReaderBuilder<T>,
+        projection: Option<&[&str]>,
+        only_traces: Option<Arc<HashSet<u64>>>,
+    ) -> Result<(PathBuf, ParquetRecordBatchReader)> {
+        let mut builder = builder.with_batch_size(READ_BATCH_ROWS);
         if let Some(names) = projection {
             let mask = ProjectionMask::columns(builder.parquet_schema(), names.iter().copied());
             builder = builder.with_projection(mask);

@@ -296,6 +296,7 @@ impl ParquetStore {
         traces: &[ObservedTrace],
         steps: &[StepView<'_>],
     ) -> Result<AppendStats> {
+        self.local_only("appending traffic")?;
         validate_batch(traces, steps)?;
         let mut attempts = 0;
         loop {
