@@ -262,8 +262,17 @@ impl TraceRecorder {
     }
 
     /// A recorder over the store at `path` (a SQLite file, or a Parquet dataset directory; see
-    /// [`open_store`](crate::store::open_store)).
+    /// [`open_store`](crate::store::open_store)). A dataset in object storage is refused at once:
+    /// it takes no appends, and a recorder that failed on each would lose every call quietly.
     pub fn open(path: &Path, config: RecorderConfig) -> Result<Self> {
+        if crate::store::is_object_storage(path) {
+            return Err(RecorderError::ObjectStore {
+                url: path.to_string_lossy().into_owned(),
+                message: "a dataset in object storage takes no recorded traffic: record into a \
+                          local store, then upload it"
+                    .into(),
+            });
+        }
         Self::new(open_store(path)?, config)
     }
 
@@ -1632,5 +1641,19 @@ mod tests {
         let stats = recorder.stats();
         assert_eq!(stats.steps_recorded, (threads * per_thread) as u64);
         assert_eq!(stats.steps_committed, (threads * per_thread) as u64);
+    }
+
+    #[test]
+    fn a_dataset_in_object_storage_is_refused_before_anything_is_recorded() {
+        let path = Path::new("s3://bucket/traces.parquet");
+        let Err(error) = TraceRecorder::open(path, RecorderConfig::default()) else {
+            panic!("a recorder was opened over object storage");
+        };
+        let message = error.to_string();
+        assert!(
+            message.starts_with("s3://bucket/traces.parquet: "),
+            "{message}"
+        );
+        assert!(message.contains("record into a local store"), "{message}");
     }
 }

@@ -58,7 +58,8 @@ impl ParquetStore {
     ) -> Result<(PathBuf, ParquetRecordBatchReader)> {
         #[cfg(feature = "s3")]
         if let Some(dataset) = &self.remote {
-            let remote = super::remote::RemotePart::open(&dataset.remote, &part.file)?;
+            let remote =
+                super::remote::RemotePart::open(&dataset.remote, &part.file, &dataset.footers)?;
             let path = remote.url();
             let builder = ParquetRecordBatchReaderBuilder::try_new(remote.clone())
                 .map_err(|e| parquet_error(&path, e))?;

@@ -15,7 +15,7 @@
 //! then writes the change. The pack is written only if it is still the one this process read
 //! (a conditional request): a second writer's change is refused, never overwritten.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -310,6 +310,14 @@ pub struct StepObjects {
     pub files: Vec<String>,
 }
 
+/// A part's length, and the bytes at its end that hold its footer.
+#[derive(Debug, Clone)]
+pub(super) struct Footer {
+    len: u64,
+    start: u64,
+    bytes: Bytes,
+}
+
 /// One part file in object storage, read by ranges: what [`parquet`]'s reader asks of a file.
 /// Ranges fetched ahead ([`RemotePart::fetch`]) are served from memory; anything else is a
 /// request of its own. Clones share what was fetched.
@@ -322,8 +330,41 @@ pub(super) struct RemotePart {
 }
 
 impl RemotePart {
-    /// Open the part at `relative`, fetching its tail (the footer) with its length.
-    pub(super) fn open(remote: &Arc<Remote>, relative: &str) -> Result<Self> {
+    /// Open the part at `relative`: its footer as `footers` holds it from an earlier read,
+    /// else fetched (the part's tail, with its length) and kept there. Mining reads each part
+    /// up to three times (the tool names, then the sampled steps in two rounds).
+    pub(super) fn open(
+        remote: &Arc<Remote>,
+        relative: &str,
+        footers: &Mutex<HashMap<String, Footer>>,
+    ) -> Result<Self> {
+        let known = footers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(relative)
+            .cloned();
+        let footer = match known {
+            Some(footer) => footer,
+            None => {
+                let footer = Self::fetch_footer(remote, relative)?;
+                footers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(relative.to_string(), footer.clone());
+                footer
+            }
+        };
+        Ok(Self {
+            remote: Arc::clone(remote),
+            relative: relative.to_string(),
+            len: footer.len,
+            fetched: Arc::new(Mutex::new(vec![(footer.start, footer.bytes)])),
+        })
+    }
+
+    /// A part's length and footer: its last [`TAIL_BYTES`], cut to the footer (the metadata,
+    /// its length and the magic) when that is shorter.
+    fn fetch_footer(remote: &Arc<Remote>, relative: &str) -> Result<Footer> {
         let store = remote.object_store();
         let path = remote.object(relative);
         let tail = remote.run(async move {
@@ -337,11 +378,26 @@ impl RemotePart {
             Ok((len, start, result.bytes().await?))
         });
         let (len, start, tail) = tail.map_err(|e| remote.failed(relative, e))?;
-        Ok(Self {
-            remote: Arc::clone(remote),
-            relative: relative.to_string(),
-            len,
-            fetched: Arc::new(Mutex::new(vec![(start, tail)])),
+        // The last 8 bytes: the metadata's length (little-endian) and `PAR1`. A damaged footer
+        // is kept whole, for the reader to report.
+        let metadata = tail
+            .len()
+            .checked_sub(8)
+            .and_then(|at| tail.get(at..at + 4))
+            .and_then(|bytes| <[u8; 4]>::try_from(bytes).ok())
+            .map(|bytes| u32::from_le_bytes(bytes) as usize + 8)
+            .filter(|footer| *footer <= tail.len());
+        Ok(match metadata {
+            Some(footer) => Footer {
+                len,
+                start: start + (tail.len() - footer) as u64,
+                bytes: tail.slice(tail.len() - footer..),
+            },
+            None => Footer {
+                len,
+                start,
+                bytes: tail,
+            },
         })
     }
 
@@ -435,6 +491,8 @@ pub(super) struct RemoteDataset {
     kinds: Mutex<BTreeMap<String, KindObjects>>,
     /// The marker's text in object storage.
     marker: Mutex<Option<String>>,
+    /// The footers of the parts read so far, by part: parts are never rewritten.
+    pub(super) footers: Mutex<HashMap<String, Footer>>,
 }
 
 impl std::fmt::Debug for RemoteDataset {
@@ -502,6 +560,7 @@ impl RemoteDataset {
             copy,
             kinds: Mutex::new(kinds),
             marker: Mutex::new(Some(String::from_utf8_lossy(&marker).into_owned())),
+            footers: Mutex::new(HashMap::new()),
         })
     }
 
