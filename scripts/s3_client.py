@@ -7,6 +7,7 @@ dataset the tests open was written by another client than ChainWeaver's.
     python3 scripts/s3_client.py ENDPOINT upload FOLDER BUCKET PREFIX
     python3 scripts/s3_client.py ENDPOINT list BUCKET PREFIX        (keys, one JSON list)
     python3 scripts/s3_client.py ENDPOINT get BUCKET KEY            (the object, to stdout)
+    python3 scripts/s3_client.py ENDPOINT put BUCKET KEY TEXT       (an object holding TEXT)
 
 Credentials are the fixed test pair an S3-compatible test server accepts.
 """
@@ -52,6 +53,9 @@ def main():
     elif command == "get":
         bucket, key = rest
         sys.stdout.buffer.write(s3.get_object(Bucket=bucket, Key=key)["Body"].read())
+    elif command == "put":
+        bucket, key, text = rest
+        s3.put_object(Bucket=bucket, Key=key, Body=text.encode())
     else:
         sys.exit(f"unknown command {command}")
 

@@ -277,6 +277,32 @@ fn analyze_on_a_dataset_in_object_storage_matches_the_same_folder_on_disk() {
         "{stderr}"
     );
     assert_eq!(server.keys("traffic", "tau.parquet/"), before);
+
+    // A damaged part, the last (an engine's message names the first): each way of mining names
+    // the damaged one.
+    let parts: Vec<String> = server
+        .keys("traffic", "tau.parquet/steps/")
+        .into_iter()
+        .filter(|key| key.ends_with(".parquet"))
+        .collect();
+    assert!(parts.len() > 1, "{parts:?}");
+    let part = parts.last().unwrap().clone();
+    server.client(&["put", "traffic", &part, "PAR1 not a Parquet file PAR1"]);
+    let mut ways: Vec<&[&str]> = vec![&["mine"]];
+    if cfg!(feature = "datafusion") {
+        ways.push(&["mine", "--engine", "datafusion"]);
+    }
+    for way in ways {
+        let mut args = vec!["-q", "--store", url];
+        args.extend_from_slice(way);
+        let failed = server.chainweaver(d, &args);
+        assert!(!failed.status.success(), "{way:?}");
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(
+            stderr.contains(&format!("s3://traffic/{part}")),
+            "{way:?}: {stderr}"
+        );
+    }
 }
 
 /// A store whose documents were uploaded as files of their own (as a local store writes a put)

@@ -367,7 +367,10 @@ pub fn mine(
             None => failed(message),
         },
         #[cfg(feature = "s3")]
-        StepSource::Objects(_) => failed(message),
+        StepSource::Objects(objects) => match objects.first_unreadable(&READ_COLUMNS) {
+            Some((object, why)) => failed(format!("{object}: {why} ({message})")),
+            None => failed(message),
+        },
         StepSource::Stream => failed(message),
     })?;
     if runner.is_remote() {

@@ -440,21 +440,12 @@ impl TraceStore for ParquetStore {
         let Some(dataset) = &self.remote else {
             return Ok(None);
         };
-        let commits = self.commits()?;
-        let remote = &dataset.remote;
-        Ok(Some(StepObjects {
-            bucket_url: remote.bucket_url().to_string(),
-            store: remote.object_store(),
-            files: commits
-                .iter()
-                .flat_map(|commit| {
-                    commit
-                        .step_parts
-                        .iter()
-                        .map(|part| remote.url_of(&part.file))
-                })
-                .collect(),
-        }))
+        let parts = self
+            .commits()?
+            .iter()
+            .flat_map(|commit| commit.step_parts.iter().map(|part| part.file.clone()))
+            .collect();
+        Ok(Some(StepObjects::new(&dataset.remote, parts)))
     }
 
     fn trace_ids(&self) -> Result<Vec<String>> {

@@ -308,6 +308,43 @@ pub struct StepObjects {
     pub store: Arc<dyn ObjectStore>,
     /// Each part's URL (`s3://BUCKET/PREFIX/steps/date=.../part-....parquet`).
     pub files: Vec<String>,
+    remote: Arc<Remote>,
+    /// Each part's path in the dataset, in the order of `files`.
+    parts: Vec<String>,
+}
+
+impl StepObjects {
+    pub(super) fn new(remote: &Arc<Remote>, parts: Vec<String>) -> Self {
+        Self {
+            bucket_url: remote.bucket_url().to_string(),
+            store: remote.object_store(),
+            files: parts.iter().map(|part| remote.url_of(part)).collect(),
+            remote: Arc::clone(remote),
+            parts,
+        }
+    }
+
+    /// The first part whose footer cannot be read, or that lacks one of `columns`, with why:
+    /// what a query engine's own error may leave out.
+    pub fn first_unreadable(&self, columns: &[&str]) -> Option<(String, String)> {
+        let footers = Mutex::new(HashMap::new());
+        self.parts.iter().zip(&self.files).find_map(|(part, url)| {
+            let why = match RemotePart::open(&self.remote, part, &footers).map(|part| {
+                parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part)
+            }) {
+                Err(e) => e.to_string(),
+                Ok(Err(e)) => e.to_string(),
+                Ok(Ok(builder)) => {
+                    let schema = builder.parquet_schema();
+                    let has = |name: &str| {
+                        (0..schema.num_columns()).any(|i| schema.column(i).name() == name)
+                    };
+                    format!("it has no `{}` column", columns.iter().find(|c| !has(c))?)
+                }
+            };
+            Some((url.clone(), why))
+        })
+    }
 }
 
 /// A part's length, and the bytes at its end that hold its footer.
