@@ -88,27 +88,38 @@ impl S3Server {
         ]
     }
 
-    /// The same, for [`ParquetStore::open_remote`] in this process.
-    fn settings(&self) -> Vec<(&'static str, String)> {
+    /// The same as [`ParquetStore::open_remote`] settings (the variables' names in lowercase),
+    /// with the endpoint `endpoint`.
+    fn settings(&self, endpoint: &str) -> Vec<(String, String)> {
         self.env()
             .into_iter()
             .map(|(name, value)| {
-                let key = match name {
-                    "AWS_ENDPOINT_URL" => "aws_endpoint",
-                    "AWS_ALLOW_HTTP" => "aws_allow_http",
-                    "AWS_ACCESS_KEY_ID" => "aws_access_key_id",
-                    "AWS_SECRET_ACCESS_KEY" => "aws_secret_access_key",
-                    _ => "aws_region",
+                let value = if name == "AWS_ENDPOINT_URL" {
+                    endpoint.to_string()
+                } else {
+                    value
                 };
-                (key, value)
+                (name.to_ascii_lowercase(), value)
             })
             .collect()
     }
 
-    fn open(&self, url: &str) -> chainweaver::recorder::error::Result<ParquetStore> {
-        let settings = self.settings();
-        let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    /// Open the dataset at `url` in this process, through `endpoint`.
+    fn open_through(
+        &self,
+        url: &str,
+        endpoint: &str,
+    ) -> chainweaver::recorder::error::Result<ParquetStore> {
+        let settings = self.settings(endpoint);
+        let settings: Vec<(&str, &str)> = settings
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         ParquetStore::open_remote(url, &settings)
+    }
+
+    fn open(&self, url: &str) -> chainweaver::recorder::error::Result<ParquetStore> {
+        self.open_through(url, &self.endpoint)
     }
 
     /// `chainweaver ARGS` in `dir`, reaching this server.
@@ -405,17 +416,9 @@ fn documents_in_object_storage_change_whole_and_never_over_another_writer() {
     );
     // Nothing listens there.
     let unreachable = format!("http://127.0.0.1:{}", free_port());
-    let gone = ParquetStore::open_remote(
-        url,
-        &[
-            ("aws_endpoint", unreachable.as_str()),
-            ("aws_allow_http", "true"),
-            ("aws_access_key_id", "test"),
-            ("aws_secret_access_key", "test"),
-            ("aws_region", "us-east-1"),
-        ],
-    )
-    .unwrap_err()
-    .to_string();
+    let gone = server
+        .open_through(url, &unreachable)
+        .unwrap_err()
+        .to_string();
     assert!(gone.contains("s3://results/store.parquet"), "{gone}");
 }

@@ -284,7 +284,7 @@ impl ParquetStore {
     /// it lives and takes documents, not appends; a URL without a dataset is an error.
     #[cfg(feature = "s3")]
     pub fn open_remote(url: &str, settings: &[(&str, &str)]) -> Result<Self> {
-        let dataset = remote::RemoteDataset::open(url, settings, MARKER_FILE)?;
+        let dataset = remote::RemoteDataset::open(url, settings)?;
         let marker = read_marker(&dataset.copy.path().join(MARKER_FILE))?;
         if let Some(marker) = marker
             && marker.version > FORMAT_VERSION
@@ -298,14 +298,6 @@ impl ParquetStore {
         let mut store = Self::open(dataset.copy.path())?;
         store.remote = Some(Arc::new(dataset));
         Ok(store)
-    }
-
-    /// The object storage a dataset opened with [`ParquetStore::open_remote`] lives in.
-    #[cfg(feature = "s3")]
-    pub fn remote(&self) -> Option<&Remote> {
-        self.remote
-            .as_deref()
-            .map(|dataset| dataset.remote.as_ref())
     }
 
     /// Refuse what only a local dataset does.
@@ -336,9 +328,9 @@ impl ParquetStore {
         if let Some(dataset) = &self.remote {
             let kinds = remote::distinct(kinds.iter().copied());
             let pack = |kind: &str| documents.pack_of(kind);
-            dataset.before_change(&kinds, &pack, MARKER_FILE)?;
+            dataset.before_change(&kinds, &pack)?;
             let changed = change(&documents)?;
-            dataset.after_change(&kinds, &pack, MARKER_FILE)?;
+            dataset.after_change(&kinds, &pack)?;
             return Ok(changed);
         }
         let _ = kinds;

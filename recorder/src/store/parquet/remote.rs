@@ -197,15 +197,11 @@ impl Remote {
             .collect())
     }
 
-    /// An object's bytes and version, `None` when there is none.
-    fn get(&self, relative: &str) -> Result<Option<(Bytes, Option<String>)>> {
+    /// An object's bytes, `None` when there is none.
+    fn get(&self, relative: &str) -> Result<Option<Bytes>> {
         let store = self.object_store();
         let path = self.object(relative);
-        let got = self.run(async move {
-            let result = store.get(&path).await?;
-            let e_tag = result.meta.e_tag.clone();
-            Ok((result.bytes().await?, e_tag))
-        });
+        let got = self.run(async move { store.get(&path).await?.bytes().await });
         match got {
             Ok(got) => Ok(Some(got)),
             Err(object_store::Error::NotFound { .. }) => Ok(None),
@@ -512,7 +508,7 @@ impl parquet::file::reader::ChunkReader for RemotePart {
 }
 
 /// What this process knows of a document kind in object storage.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default)]
 struct KindObjects {
     /// The pack's version as read or last written (`None`: there is no pack).
     pack: Option<String>,
@@ -543,11 +539,12 @@ impl std::fmt::Debug for RemoteDataset {
 impl RemoteDataset {
     /// Copy the marker, the manifests and the documents of the dataset at `url` into a new
     /// private folder. A URL with no dataset marker is an error, not a new dataset.
-    pub(super) fn open(url: &str, settings: &[(&str, &str)], marker_file: &str) -> Result<Self> {
+    pub(super) fn open(url: &str, settings: &[(&str, &str)]) -> Result<Self> {
+        let marker_file = super::MARKER_FILE;
         let remote = Arc::new(Remote::connect(url, settings)?);
         let copy = crate::scratch::scratch_folder("chainweaver-s3-")
             .map_err(|e| super::io_error(&std::env::temp_dir(), e))?;
-        let Some((marker, _)) = remote.get(marker_file)? else {
+        let Some(marker) = remote.get(marker_file)? else {
             return Err(RecorderError::ObjectStore {
                 url: remote.url().to_string(),
                 message: format!(
@@ -608,24 +605,14 @@ impl RemoteDataset {
         &self,
         kinds: &[&str],
         current: &dyn Fn(&str) -> Result<String>,
-        marker_file: &str,
     ) -> Result<()> {
         let mut known = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
         for kind in kinds {
             let escaped = super::documents::escape(kind);
-            let Some(objects) = known.get_mut(&escaped) else {
+            let Some(objects) = known.get_mut(&escaped).filter(|o| !o.own.is_empty()) else {
                 continue;
             };
-            if objects.own.is_empty() {
-                continue;
-            }
-            self.upload_marker(marker_file)?;
-            let pack = format!("documents/{escaped}/{}", super::documents::PACK);
-            let text = current(kind)?;
-            objects.pack = self
-                .remote
-                .put(&pack, Bytes::from(text), Some(objects.pack.clone()))?
-                .or(Some(String::new()));
+            self.put_pack(&escaped, objects, current(kind)?)?;
             for name in std::mem::take(&mut objects.own) {
                 self.remote.delete(&format!("documents/{escaped}/{name}"))?;
             }
@@ -633,37 +620,42 @@ impl RemoteDataset {
         Ok(())
     }
 
-    /// After `kinds` changed in the copy: upload each as its pack, `text` of the kind.
+    /// After `kinds` changed in the copy: upload each as its pack, `current` of the kind.
     pub(super) fn after_change(
         &self,
         kinds: &[&str],
         current: &dyn Fn(&str) -> Result<String>,
-        marker_file: &str,
     ) -> Result<()> {
-        self.upload_marker(marker_file)?;
         let mut known = self.kinds.lock().unwrap_or_else(|e| e.into_inner());
         for kind in kinds {
             let escaped = super::documents::escape(kind);
             let objects = known.entry(escaped.clone()).or_default();
-            let pack = format!("documents/{escaped}/{}", super::documents::PACK);
-            let text = current(kind)?;
-            objects.pack = self
-                .remote
-                .put(&pack, Bytes::from(text), Some(objects.pack.clone()))?
-                .or(Some(String::new()));
+            self.put_pack(&escaped, objects, current(kind)?)?;
         }
+        Ok(())
+    }
+
+    /// Write `text` as the pack of the (escaped) kind, over the version `objects` last saw,
+    /// the marker first where a pack raised it.
+    fn put_pack(&self, escaped: &str, objects: &mut KindObjects, text: String) -> Result<()> {
+        self.upload_marker()?;
+        let pack = format!("documents/{escaped}/{}", super::documents::PACK);
+        objects.pack = self
+            .remote
+            .put(&pack, Bytes::from(text), Some(objects.pack.clone()))?
+            .or(Some(String::new()));
         Ok(())
     }
 
     /// Upload the copy's marker where it differs from the one in object storage (a pack raised
     /// the layout version): before the pack a build of the older version would misread.
-    fn upload_marker(&self, marker_file: &str) -> Result<()> {
-        let path = self.copy.path().join(marker_file);
+    fn upload_marker(&self) -> Result<()> {
+        let path = self.copy.path().join(super::MARKER_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| super::io_error(&path, e))?;
         let mut uploaded = self.marker.lock().unwrap_or_else(|e| e.into_inner());
         if uploaded.as_deref() != Some(text.as_str()) {
             self.remote
-                .put(marker_file, Bytes::from(text.clone()), None)?;
+                .put(super::MARKER_FILE, Bytes::from(text.clone()), None)?;
             *uploaded = Some(text);
         }
         Ok(())
