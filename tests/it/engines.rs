@@ -831,21 +831,26 @@ fn a_corrupt_parquet_file_fails_the_engine_with_its_name_and_a_retry_after_repai
             "-q", "--store", store, "--format", "json", "traces", "stats",
         ],
     );
-    std::fs::write(&part, b"not a parquet file").unwrap();
     let run = |dir: &Path| {
         chainweaver(
             dir,
             &["-q", "--store", store, "mine", "--engine", "datafusion"],
         )
     };
-    let failed = run(dir.path());
-    let stderr = String::from_utf8_lossy(&failed.stderr);
-    assert!(!failed.status.success(), "{stderr}");
     let name = part.file_name().unwrap().to_string_lossy();
-    assert!(
-        stderr.contains(name.as_ref()),
-        "the error names the file: {stderr}"
-    );
+    // No Parquet magic; and the magic at both ends around a footer length far past the file's
+    // size, which the engine's own footer decoder answers with a panic.
+    for damage in [&b"not a parquet file"[..], b"PAR1 not a Parquet file PAR1"] {
+        std::fs::write(&part, damage).unwrap();
+        let failed = run(dir.path());
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(!failed.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(name.as_ref()),
+            "the error names the file: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
     std::fs::write(&part, &good).unwrap();
     let retried = run(dir.path());
     assert!(

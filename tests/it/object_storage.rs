@@ -313,6 +313,7 @@ fn analyze_on_a_dataset_in_object_storage_matches_the_same_folder_on_disk() {
             stderr.contains(&format!("s3://traffic/{part}")),
             "{way:?}: {stderr}"
         );
+        assert!(!stderr.contains("panicked"), "{way:?}: {stderr}");
     }
 }
 

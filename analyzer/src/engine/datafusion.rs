@@ -193,6 +193,33 @@ impl StepSource {
         })
     }
 
+    /// The first file or object whose footer cannot be read, or that lacks a column the plans
+    /// read, named, with why.
+    fn first_unreadable(&self) -> Option<(String, String)> {
+        match self {
+            Self::Files(files) => {
+                first_unreadable(files).map(|(file, why)| (file.display().to_string(), why))
+            }
+            #[cfg(feature = "s3")]
+            Self::Objects(objects) => objects.first_unreadable(&READ_COLUMNS),
+            Self::Stream => None,
+        }
+    }
+
+    /// The first file whose footer's frame is damaged (a local file's last eight bytes; an
+    /// object's footer is fetched and read whole, see [`StepSource::first_unreadable`]).
+    fn first_damaged_footer(&self) -> Option<(String, String)> {
+        match self {
+            Self::Files(files) => files.iter().find_map(|file| {
+                let why = footer_frame_damage(file)?;
+                Some((file.display().to_string(), why))
+            }),
+            #[cfg(feature = "s3")]
+            Self::Objects(objects) => objects.first_unreadable(&READ_COLUMNS),
+            Self::Stream => None,
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             Self::Files(files) => match files.first() {
@@ -318,6 +345,11 @@ pub fn mine(
                 .into(),
         ));
     }
+    // The footers are checked before the engine reads them: one claiming more bytes than its
+    // file holds makes the engine's footer decoder panic, where this names the file.
+    if let Some((file, why)) = source.first_damaged_footer() {
+        return Err(failed(format!("{file}: {why}")));
+    }
     let stream = match (&source, runner) {
         (StepSource::Stream, Runner::Embedded { .. }) => Some(stream_batches(store, runner)?),
         #[cfg(feature = "ballista")]
@@ -360,18 +392,11 @@ pub fn mine(
             .join()
             .unwrap_or_else(|_| Err("the query thread panicked".into()))
     })
-    .map_err(|message| match &source {
-        // The engine's message may not say which file it could not read: the footers do.
-        StepSource::Files(files) => match first_unreadable(files) {
-            Some((file, why)) => failed(format!("{}: {why} ({message})", file.display())),
-            None => failed(message),
-        },
-        #[cfg(feature = "s3")]
-        StepSource::Objects(objects) => match objects.first_unreadable(&READ_COLUMNS) {
-            Some((object, why)) => failed(format!("{object}: {why} ({message})")),
-            None => failed(message),
-        },
-        StepSource::Stream => failed(message),
+    // The engine's message may not say which file it could not read (one damaged since the
+    // check above): the footers do.
+    .map_err(|message| match source.first_unreadable() {
+        Some((file, why)) => failed(format!("{file}: {why} ({message})")),
+        None => failed(message),
     })?;
     if runner.is_remote() {
         add_client_totals(store, &traces, &mut mined)?;
@@ -478,6 +503,35 @@ fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
         let has = |name: &str| (0..schema.num_columns()).any(|i| schema.column(i).name() == name);
         let missing = READ_COLUMNS.iter().find(|name| !has(name))?;
         Some((file.clone(), format!("it has no `{missing}` column")))
+    })
+}
+
+/// Why `file` cannot hold a Parquet footer where its last eight bytes say (the metadata's
+/// length, then the magic `PAR1`), if it cannot: read alone, these bytes cost one small read
+/// a file, where decoding every footer would cost a noticeable share of a large store's run.
+fn footer_frame_damage(file: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut tail = [0u8; 8];
+    let read = std::fs::File::open(file).and_then(|mut f| {
+        let len = f.metadata()?.len();
+        if len < 12 {
+            return Ok(Err(format!("{len} bytes is too short for a Parquet file")));
+        }
+        f.seek(SeekFrom::Start(len - 8))?;
+        f.read_exact(&mut tail)?;
+        Ok(Ok(len))
+    });
+    let len = match read {
+        Err(e) => return Some(e.to_string()),
+        Ok(Err(why)) => return Some(why),
+        Ok(Ok(len)) => len,
+    };
+    if &tail[4..] != b"PAR1" {
+        return Some("it does not end with the Parquet magic `PAR1`".into());
+    }
+    let metadata = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    (metadata + 12 > len).then(|| {
+        format!("its footer claims {metadata} bytes of metadata, more than its {len} bytes hold")
     })
 }
 
@@ -1125,6 +1179,35 @@ impl StreamColumns {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_footer_frame_is_damaged_when_it_claims_more_than_the_file_or_lacks_the_magic() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = |name: &str, bytes: &[u8]| {
+            let file = dir.path().join(name);
+            std::fs::write(&file, bytes).unwrap();
+            footer_frame_damage(&file)
+        };
+        // Magic, four bytes of "metadata", their length, magic: the smallest frame that fits.
+        let mut fits = b"PAR1meta".to_vec();
+        fits.extend_from_slice(&4u32.to_le_bytes());
+        fits.extend_from_slice(b"PAR1");
+        assert_eq!(check("fits.parquet", &fits), None);
+        let mut past = fits.clone();
+        past[8..12].copy_from_slice(&5u32.to_le_bytes());
+        let why = check("past.parquet", &past).unwrap();
+        assert!(
+            why.contains("claims 5 bytes") && why.contains("16 bytes"),
+            "{why}"
+        );
+        let why = check("garbage.parquet", b"PAR1 not a Parquet file PAR1").unwrap();
+        assert!(why.contains("more than its 28 bytes"), "{why}");
+        let why = check("magic.parquet", b"not a parquet file").unwrap();
+        assert!(why.contains("PAR1"), "{why}");
+        let why = check("short.parquet", b"PAR1PAR1").unwrap();
+        assert!(why.contains("too short"), "{why}");
+        assert!(footer_frame_damage(&dir.path().join("gone.parquet")).is_some());
+    }
 
     /// What the client's fetch of a result says when its executor is gone, made by Ballista's
     /// own client against a port nothing listens on, and wrapped as its query does.

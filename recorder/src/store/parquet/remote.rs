@@ -324,24 +324,52 @@ impl StepObjects {
     /// what a query engine's own error may leave out.
     pub fn first_unreadable(&self, columns: &[&str]) -> Option<(String, String)> {
         let footers = Mutex::new(HashMap::new());
-        self.parts.iter().zip(&self.files).find_map(|(part, url)| {
-            let why = match RemotePart::open(&self.remote, part, &footers).map(|part| {
+        let why_unreadable = |part: &str| -> Option<String> {
+            match RemotePart::open(&self.remote, part, &footers).map(|part| {
                 parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part)
             }) {
-                Err(e) => e.to_string(),
-                Ok(Err(e)) => e.to_string(),
+                Err(e) => Some(e.to_string()),
+                Ok(Err(e)) => Some(e.to_string()),
                 Ok(Ok(builder)) => {
                     let schema = builder.parquet_schema();
                     let has = |name: &str| {
                         (0..schema.num_columns()).any(|i| schema.column(i).name() == name)
                     };
-                    format!("it has no `{}` column", columns.iter().find(|c| !has(c))?)
+                    let missing = columns.iter().find(|c| !has(c))?;
+                    Some(format!("it has no `{missing}` column"))
                 }
-            };
-            Some((url.clone(), why))
-        })
+            }
+        };
+        // A footer is a request of its own, answered at the bucket's latency: several at once.
+        let workers = FOOTER_CHECKS.min(self.parts.len()).max(1);
+        let unreadable: Vec<(usize, String)> = std::thread::scope(|scope| {
+            let checks: Vec<_> = (0..workers)
+                .map(|worker| {
+                    let why_unreadable = &why_unreadable;
+                    scope.spawn(move || {
+                        (worker..self.parts.len())
+                            .step_by(workers)
+                            .filter_map(|i| Some((i, why_unreadable(&self.parts[i])?)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            checks
+                .into_iter()
+                .flat_map(|check| {
+                    check.join().unwrap_or_else(|_| {
+                        vec![(0, "a thread reading the footers stopped".to_owned())]
+                    })
+                })
+                .collect()
+        });
+        let (first, why) = unreadable.into_iter().min_by_key(|(i, _)| *i)?;
+        Some((self.files[first].clone(), why))
     }
 }
+
+/// Footers [`StepObjects::first_unreadable`] fetches at once.
+const FOOTER_CHECKS: usize = 8;
 
 /// A part's length, and the bytes at its end that hold its footer.
 #[derive(Debug, Clone)]
