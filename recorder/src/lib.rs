@@ -7,7 +7,7 @@
 //!   is defined here once.
 //! - [`store`]: the [`TraceStore`](store::TraceStore) trait with a SQLite backend (the embedded
 //!   default) and a Parquet dataset backend, lossless between each other; with feature `s3`, a
-//!   Parquet dataset in S3-compatible object storage ([`ParquetStore::open_remote`](store::ParquetStore::open_remote)).
+//!   Parquet dataset in S3-compatible object storage (`ParquetStore::open_remote`).
 //! - [`capture`]: the [`TraceRecorder`](capture::TraceRecorder), which records tool calls from a
 //!   running program through a background writer, redacting secrets first.
 //! - [`import`]: importers for the logs agents already write.

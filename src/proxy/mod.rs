@@ -2,7 +2,7 @@
 //!
 //! The proxy starts the MCP server `CMD` as a child and stands between it and the client on
 //! stdio: the client's stdin goes to the child's stdin and the child's stdout to the client,
-//! byte for byte; the child's stderr is the proxy's. Two relay threads ([`relay`]) forward
+//! byte for byte; the child's stderr is the proxy's. Two relay threads ([`mod@relay`]) forward
 //! each chunk as soon as it is read and only then offer a copy, through a bounded channel, to
 //! one observer thread, which cuts the copies into lines ([`framing`]), pairs `tools/call`
 //! requests with their answers ([`session`]) and stores each call as a step through the

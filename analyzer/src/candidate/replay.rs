@@ -112,8 +112,9 @@ impl<'c> Context<'c> {
     }
 }
 
-/// Whether `mapping` resolved against `context` gives exactly `inputs`: [`resolve`] followed
-/// by a comparison, without copying the context or the resolved values.
+/// Whether `mapping` resolved against `context` gives exactly `inputs`: resolving (as the
+/// test-only `resolve` does) followed by a comparison, without copying the context or the
+/// resolved values.
 pub(super) fn resolves_to(
     mapping: &Map<String, Value>,
     context: &Context<'_>,

@@ -262,7 +262,7 @@ impl TraceRecorder {
     }
 
     /// A recorder over the store at `path` (a SQLite file, or a Parquet dataset directory; see
-    /// [`open_store`](crate::store::open_store)). A dataset in object storage is refused at once:
+    /// [`crate::store::open_store`]). A dataset in object storage is refused at once:
     /// it takes no appends, and a recorder that failed on each would lose every call quietly.
     pub fn open(path: &Path, config: RecorderConfig) -> Result<Self> {
         if crate::store::is_object_storage(path) {

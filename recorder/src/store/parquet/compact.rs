@@ -35,8 +35,8 @@ const MERGE_BATCH_ROWS: usize = 64 * 1024;
 type RowAt = (usize, usize);
 
 impl ParquetStore {
-    /// Rewrite every partition held in more than one part file as parts of up to
-    /// [`COMPACT_PART_ROWS`] rows, and commit them in place of every commit so far. Fails
+    /// Rewrite every partition held in more than one part file as parts of up to 2^20 rows
+    /// (`COMPACT_PART_ROWS`), and commit them in place of every commit so far. Fails
     /// with [`RecorderError::ConcurrentCommit`], changing nothing, when an append commits
     /// while it runs.
     /// `progress` gets the number of step rows rewritten as they are written.

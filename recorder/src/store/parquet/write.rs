@@ -288,9 +288,9 @@ type TraceRows<'a> = BTreeMap<String, Vec<TraceRowOut<'a>>>;
 type StepRows<'a> = BTreeMap<String, Vec<(u64, &'a StepView<'a>)>>;
 
 impl ParquetStore {
-    /// [`TraceStore::append`] of steps as the store writes them, from either kind of batch:
-    /// stage the batch in memory (nothing is written unless all of it is valid), commit it, then
-    /// bring the writer's index up to date.
+    /// [`TraceStore::append`](crate::store::TraceStore::append) of steps as the store writes
+    /// them, from either kind of batch: stage the batch in memory (nothing is written unless all
+    /// of it is valid), commit it, then bring the writer's index up to date.
     pub(super) fn append_views(
         &mut self,
         traces: &[ObservedTrace],
