@@ -356,9 +356,11 @@ impl StepObjects {
                 .collect();
             checks
                 .into_iter()
-                .flat_map(|check| {
+                .enumerate()
+                .flat_map(|(worker, check)| {
+                    // Named by the first part it had: which one stopped it is not known.
                     check.join().unwrap_or_else(|_| {
-                        vec![(0, "a thread reading the footers stopped".to_owned())]
+                        vec![(worker, "a thread reading the footers stopped".to_owned())]
                     })
                 })
                 .collect()
