@@ -510,27 +510,33 @@ fn first_unreadable(files: &[PathBuf]) -> Option<(PathBuf, String)> {
 /// length, then the magic `PAR1`), if it cannot: read alone, these bytes cost one small read
 /// a file, where decoding every footer would cost a noticeable share of a large store's run.
 fn footer_frame_damage(file: &Path) -> Option<String> {
+    use datafusion::parquet::file::FOOTER_SIZE;
+    use datafusion::parquet::file::metadata::FooterTail;
     use std::io::{Read, Seek, SeekFrom};
-    let mut tail = [0u8; 8];
-    let read = std::fs::File::open(file).and_then(|mut f| {
+    // The leading magic, then the frame at the end.
+    let smallest = (4 + FOOTER_SIZE) as u64;
+    let read = || -> std::io::Result<(u64, [u8; FOOTER_SIZE])> {
+        let mut f = std::fs::File::open(file)?;
         let len = f.metadata()?.len();
-        if len < 12 {
-            return Ok(Err(format!("{len} bytes is too short for a Parquet file")));
+        let mut tail = [0u8; FOOTER_SIZE];
+        if len >= smallest {
+            f.seek(SeekFrom::Start(len - FOOTER_SIZE as u64))?;
+            f.read_exact(&mut tail)?;
         }
-        f.seek(SeekFrom::Start(len - 8))?;
-        f.read_exact(&mut tail)?;
-        Ok(Ok(len))
-    });
-    let len = match read {
-        Err(e) => return Some(e.to_string()),
-        Ok(Err(why)) => return Some(why),
-        Ok(Ok(len)) => len,
+        Ok((len, tail))
     };
-    if &tail[4..] != b"PAR1" {
-        return Some("it does not end with the Parquet magic `PAR1`".into());
+    let (len, tail) = match read() {
+        Ok(read) => read,
+        Err(e) => return Some(e.to_string()),
+    };
+    if len < smallest {
+        return Some(format!("{len} bytes is too short for a Parquet file"));
     }
-    let metadata = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
-    (metadata + 12 > len).then(|| {
+    let metadata = match FooterTail::try_new(&tail) {
+        Ok(frame) => frame.metadata_length() as u64,
+        Err(e) => return Some(e.to_string()),
+    };
+    (metadata + smallest > len).then(|| {
         format!("its footer claims {metadata} bytes of metadata, more than its {len} bytes hold")
     })
 }
@@ -1203,7 +1209,7 @@ mod tests {
         let why = check("garbage.parquet", b"PAR1 not a Parquet file PAR1").unwrap();
         assert!(why.contains("more than its 28 bytes"), "{why}");
         let why = check("magic.parquet", b"not a parquet file").unwrap();
-        assert!(why.contains("PAR1"), "{why}");
+        assert!(why.contains("Corrupt footer"), "{why}");
         let why = check("short.parquet", b"PAR1PAR1").unwrap();
         assert!(why.contains("too short"), "{why}");
         assert!(footer_frame_damage(&dir.path().join("gone.parquet")).is_some());

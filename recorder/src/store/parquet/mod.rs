@@ -437,7 +437,7 @@ impl TraceStore for ParquetStore {
             .iter()
             .flat_map(|commit| commit.step_parts.iter().map(|part| part.file.clone()))
             .collect();
-        Ok(Some(StepObjects::new(&dataset.remote, parts)))
+        Ok(Some(StepObjects::new(dataset, parts)))
     }
 
     fn trace_ids(&self) -> Result<Vec<String>> {

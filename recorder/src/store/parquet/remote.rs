@@ -31,6 +31,9 @@ use object_store::{
     PutPayload, RetryConfig, UpdateVersion,
 };
 
+use parquet::file::FOOTER_SIZE;
+use parquet::file::metadata::FooterTail;
+
 use crate::error::{RecorderError, Result};
 use crate::store::OBJECT_STORAGE_SCHEME as S3_SCHEME;
 
@@ -307,25 +310,28 @@ pub struct StepObjects {
     remote: Arc<Remote>,
     /// Each part's path in the dataset, in the order of `files`.
     parts: Vec<String>,
+    /// The dataset's footers, shared: a check fetches each once for every later read.
+    footers: Footers,
 }
 
 impl StepObjects {
-    pub(super) fn new(remote: &Arc<Remote>, parts: Vec<String>) -> Self {
+    pub(super) fn new(dataset: &RemoteDataset, parts: Vec<String>) -> Self {
+        let remote = &dataset.remote;
         Self {
             bucket_url: remote.bucket_url().to_string(),
             store: remote.object_store(),
             files: parts.iter().map(|part| remote.url_of(part)).collect(),
             remote: Arc::clone(remote),
             parts,
+            footers: Arc::clone(&dataset.footers),
         }
     }
 
     /// The first part whose footer cannot be read, or that lacks one of `columns`, with why:
     /// what a query engine's own error may leave out.
     pub fn first_unreadable(&self, columns: &[&str]) -> Option<(String, String)> {
-        let footers = Mutex::new(HashMap::new());
         let why_unreadable = |part: &str| -> Option<String> {
-            match RemotePart::open(&self.remote, part, &footers).map(|part| {
+            match RemotePart::open(&self.remote, part, &self.footers).map(|part| {
                 parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(part)
             }) {
                 Err(e) => Some(e.to_string()),
@@ -372,6 +378,9 @@ impl StepObjects {
 
 /// Footers [`StepObjects::first_unreadable`] fetches at once.
 const FOOTER_CHECKS: usize = 8;
+
+/// The footers of a dataset's parts read so far, by part: parts are never rewritten.
+pub(super) type Footers = Arc<Mutex<HashMap<String, Footer>>>;
 
 /// A part's length, and the bytes at its end that hold its footer.
 #[derive(Debug, Clone)]
@@ -441,14 +450,13 @@ impl RemotePart {
             Ok((len, start, result.bytes().await?))
         });
         let (len, start, tail) = tail.map_err(|e| remote.failed(relative, e))?;
-        // The last 8 bytes: the metadata's length (little-endian) and `PAR1`. A damaged footer
-        // is kept whole, for the reader to report.
+        // The last 8 bytes: the metadata's length and the magic. A damaged footer is kept
+        // whole, for the reader to report.
         let metadata = tail
             .len()
-            .checked_sub(8)
-            .and_then(|at| tail.get(at..at + 4))
-            .and_then(|bytes| <[u8; 4]>::try_from(bytes).ok())
-            .map(|bytes| u32::from_le_bytes(bytes) as usize + 8)
+            .checked_sub(FOOTER_SIZE)
+            .and_then(|at| FooterTail::try_from(&tail[at..]).ok())
+            .map(|frame| frame.metadata_length() + FOOTER_SIZE)
             .filter(|footer| *footer <= tail.len());
         Ok(match metadata {
             Some(footer) => Footer {
@@ -554,8 +562,7 @@ pub(super) struct RemoteDataset {
     kinds: Mutex<BTreeMap<String, KindObjects>>,
     /// The marker's text in object storage.
     marker: Mutex<Option<String>>,
-    /// The footers of the parts read so far, by part: parts are never rewritten.
-    pub(super) footers: Mutex<HashMap<String, Footer>>,
+    pub(super) footers: Footers,
 }
 
 impl std::fmt::Debug for RemoteDataset {
@@ -624,7 +631,7 @@ impl RemoteDataset {
             copy,
             kinds: Mutex::new(kinds),
             marker: Mutex::new(Some(String::from_utf8_lossy(&marker).into_owned())),
-            footers: Mutex::new(HashMap::new()),
+            footers: Footers::default(),
         })
     }
 
