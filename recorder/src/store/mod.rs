@@ -435,7 +435,7 @@ pub fn tool_sequences(
 }
 
 /// [`tool_sequences`] streamed through [`TraceStore::for_each_step_tool`].
-fn tool_sequences_from_walk<S: TraceStore + ?Sized>(
+pub(crate) fn tool_sequences_from_walk<S: TraceStore + ?Sized>(
     store: &S,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<ToolSequences> {

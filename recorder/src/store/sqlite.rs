@@ -7,7 +7,11 @@
 //! - `tools`: interned tool names; steps refer to them by id.
 //! - `steps`: one row per step, keyed by `(trace_key, step_index)`, with inputs, outputs and
 //!   metadata as exact JSON text. The index `steps_sequence` (version 2) holds each step's
-//!   tool and start time in step order, which is all mining reads of the table.
+//!   tool and start time in step order.
+//! - `trace_sequences` (version 3): one row per trace with steps, derived from them by every
+//!   append ([`SequenceRow`]): the tool ids in step order (four bytes each, little-endian), the
+//!   first start time in step order, and the row id of step 0 when the steps fill consecutive
+//!   rows in step order. Mining reads this table and `traces`, not the steps.
 //! - `documents`: JSON documents by `(kind, key)`.
 //! - `step_rows`: a view joining steps with their trace id and tool name, for ad-hoc SQL.
 //!
@@ -104,7 +108,21 @@ JOIN tools ON tools.id = s.tool_id;
     r#"
 CREATE INDEX steps_sequence ON steps (trace_key, step_index, tool_id, started_at);
 "#,
+    // Version 3: each trace's tool sequence in one row, kept by every append, so mining reads
+    // one row a trace instead of one index entry a step. `migrate` fills it from the steps.
+    r#"
+CREATE TABLE trace_sequences (
+    trace_key      INTEGER PRIMARY KEY REFERENCES traces (id),
+    tools          BLOB    NOT NULL,
+    first_started  INTEGER,
+    first_step_row INTEGER
+);
+"#,
 ];
+
+/// The schema version that added `trace_sequences`, which [`SqliteStore::migrate`] fills from
+/// the steps a store already holds.
+const TRACE_SEQUENCES_VERSION: i64 = 3;
 
 /// The indexes a bulk load into an empty store builds at its end instead of row by row (see
 /// [`SqliteStore::begin_bulk_load`]), by name, with the statement that creates each. Both are
@@ -401,12 +419,216 @@ impl JsonBuffer {
     }
 }
 
-/// Per-trace counter changes of one append.
+/// What one append adds to a trace: the steps it inserts (for the trace's sequence row) and
+/// the changes to its counters.
 #[derive(Default)]
-struct CounterDelta {
-    steps: i64,
+struct TraceDelta {
+    added: Vec<SequenceStep>,
     errors: i64,
     duration_ms: Option<f64>,
+}
+
+/// One step as its trace's [`SequenceRow`] is built from.
+#[derive(Debug, Clone, Copy)]
+struct SequenceStep {
+    step_index: i64,
+    tool_id: i64,
+    started_at: Option<i64>,
+    row: i64,
+}
+
+/// A trace's row of `trace_sequences`, derived from all its steps.
+#[derive(Debug, PartialEq)]
+struct SequenceRow {
+    /// Tool ids in step order, four bytes each, little-endian.
+    tools: Vec<u8>,
+    /// The start of the first step, in step order, that has one.
+    first_started: Option<i64>,
+    /// The row id of step 0 when steps 0, 1, 2, ... fill consecutive rows (as an import
+    /// writes them), so a reader can fetch a step by row id.
+    first_step_row: Option<i64>,
+}
+
+const SEQUENCE_TOOL_BYTES: usize = 4;
+
+impl SequenceRow {
+    /// The row of a trace whose steps are `steps`, in step order. Fails (naming the tool id)
+    /// when a tool id does not fit the four bytes a sequence keeps per step.
+    fn of(steps: &[SequenceStep]) -> std::result::Result<Self, String> {
+        let empty = Self {
+            tools: Vec::new(),
+            first_started: None,
+            first_step_row: None,
+        };
+        empty.extend(steps)
+    }
+
+    /// The row of this row's trace once `steps` follow its steps, in step order.
+    fn extend(mut self, steps: &[SequenceStep]) -> std::result::Result<Self, String> {
+        let start = self.tools.len() / SEQUENCE_TOOL_BYTES;
+        let mut first_row = match start {
+            0 => steps.first().map(|s| s.row),
+            _ => self.first_step_row,
+        };
+        self.tools.reserve(steps.len() * SEQUENCE_TOOL_BYTES);
+        for (offset, step) in steps.iter().enumerate() {
+            let id = u32::try_from(step.tool_id)
+                .map_err(|_| format!("tool id {} does not fit in four bytes", step.tool_id))?;
+            self.tools.extend_from_slice(&id.to_le_bytes());
+            let place = (start + offset) as i64;
+            first_row =
+                first_row.filter(|first| step.step_index == place && step.row == first + place);
+        }
+        self.first_started = self
+            .first_started
+            .or_else(|| steps.iter().find_map(|s| s.started_at));
+        self.first_step_row = first_row;
+        Ok(self)
+    }
+
+    /// The tool ids of a stored `tools` blob, or `None` when its length is not a whole number
+    /// of ids.
+    fn tool_ids(tools: &[u8]) -> Option<impl Iterator<Item = i64> + '_> {
+        tools.len().is_multiple_of(SEQUENCE_TOOL_BYTES).then(|| {
+            tools.chunks_exact(SEQUENCE_TOOL_BYTES).map(|chunk| {
+                let mut id = [0u8; SEQUENCE_TOOL_BYTES];
+                id.copy_from_slice(chunk);
+                i64::from(u32::from_le_bytes(id))
+            })
+        })
+    }
+
+    fn write(&self, tx: &Transaction<'_>, trace_key: i64) -> rusqlite::Result<()> {
+        tx.prepare_cached(
+            "INSERT OR REPLACE INTO trace_sequences (trace_key, tools, first_started, \
+             first_step_row) VALUES (?1, ?2, ?3, ?4)",
+        )?
+        .execute(params![
+            trace_key,
+            self.tools,
+            self.first_started,
+            self.first_step_row
+        ])?;
+        Ok(())
+    }
+}
+
+/// The steps of the traces `trace_key` names (one trace, or all when `None`), in (trace, step)
+/// order, from the `steps_sequence` index, handed to `visit` a trace at a time.
+fn for_each_stored_sequence(
+    tx: &Transaction<'_>,
+    trace_key: Option<i64>,
+    visit: &mut dyn FnMut(i64, &[SequenceStep]) -> Result<()>,
+    sql_err: impl Fn(rusqlite::Error) -> RecorderError,
+) -> Result<()> {
+    const COLUMNS: &str = "SELECT trace_key, step_index, tool_id, started_at, id \
+                           FROM steps INDEXED BY steps_sequence";
+    let mut stmt = match trace_key {
+        Some(_) => tx.prepare_cached(&format!(
+            "{COLUMNS} WHERE trace_key = ?1 ORDER BY trace_key, step_index"
+        )),
+        None => tx.prepare_cached(&format!("{COLUMNS} ORDER BY trace_key, step_index")),
+    }
+    .map_err(&sql_err)?;
+    let mut rows = match trace_key {
+        Some(key) => stmt.query([key]),
+        None => stmt.query([]),
+    }
+    .map_err(&sql_err)?;
+    let mut current: Option<i64> = None;
+    let mut steps: Vec<SequenceStep> = Vec::new();
+    while let Some(row) = rows.next().map_err(&sql_err)? {
+        let read = || -> rusqlite::Result<(i64, SequenceStep)> {
+            Ok((
+                row.get(0)?,
+                SequenceStep {
+                    step_index: row.get(1)?,
+                    tool_id: row.get(2)?,
+                    started_at: row.get(3)?,
+                    row: row.get(4)?,
+                },
+            ))
+        };
+        let (key, step) = read().map_err(&sql_err)?;
+        if let Some(done) = current.filter(|&c| c != key) {
+            visit(done, &steps)?;
+            steps.clear();
+        }
+        current = Some(key);
+        steps.push(step);
+    }
+    if let Some(key) = current {
+        visit(key, &steps)?;
+    }
+    Ok(())
+}
+
+/// Brings the `trace_sequences` row of trace `trace_key`, which held steps before this
+/// transaction, up to date after `added` (its steps this transaction inserted, in step order).
+/// When they all come after the steps it held (a live capture's batches), the stored row is
+/// extended; otherwise it is built again from all the trace's steps.
+fn update_sequence(
+    tx: &Transaction<'_>,
+    path: &Path,
+    trace_key: i64,
+    added: &[SequenceStep],
+) -> Result<()> {
+    let sql_err = sqlite_error(path);
+    let Some(lowest) = added.first().map(|s| s.step_index) else {
+        return Ok(());
+    };
+    let at_or_above: i64 = tx
+        .prepare_cached("SELECT count(*) FROM steps WHERE trace_key = ?1 AND step_index >= ?2")
+        .and_then(|mut stmt| stmt.query_row(params![trace_key, lowest], |r| r.get(0)))
+        .map_err(sql_err)?;
+    if at_or_above != added.len() as i64 {
+        return for_each_stored_sequence(
+            tx,
+            Some(trace_key),
+            &mut |key, steps| write_sequence(tx, path, key, steps),
+            sql_err,
+        );
+    }
+    let stored = tx
+        .prepare_cached(
+            "SELECT tools, first_started, first_step_row FROM trace_sequences \
+             WHERE trace_key = ?1",
+        )
+        .and_then(|mut stmt| {
+            stmt.query_row([trace_key], |r| {
+                Ok(SequenceRow {
+                    tools: r.get(0)?,
+                    first_started: r.get(1)?,
+                    first_step_row: r.get(2)?,
+                })
+            })
+            .optional()
+        })
+        .map_err(sql_err)?;
+    let row = match stored {
+        Some(stored) => stored.extend(added),
+        None => SequenceRow::of(added),
+    }
+    .map_err(|message| sequence_error(path, trace_key, message))?;
+    row.write(tx, trace_key).map_err(sql_err)
+}
+
+fn sequence_error(path: &Path, trace_key: i64, message: String) -> RecorderError {
+    RecorderError::CorruptStore {
+        path: path.to_path_buf(),
+        message: format!("trace row {trace_key}: {message}"),
+    }
+}
+
+/// Writes the `trace_sequences` row of trace `trace_key`, whose steps are `steps` in step order.
+fn write_sequence(
+    tx: &Transaction<'_>,
+    path: &Path,
+    trace_key: i64,
+    steps: &[SequenceStep],
+) -> Result<()> {
+    let row = SequenceRow::of(steps).map_err(|message| sequence_error(path, trace_key, message))?;
+    row.write(tx, trace_key).map_err(sqlite_error(path))
 }
 
 /// Maps SQLite errors to errors naming the store's file.
@@ -574,6 +796,14 @@ impl SqliteStore {
         let first = usize::try_from(found).unwrap_or(0);
         for migration in &MIGRATIONS[first..] {
             tx.execute_batch(migration).map_err(sql_err)?;
+        }
+        if found < TRACE_SEQUENCES_VERSION {
+            for_each_stored_sequence(
+                &tx,
+                None,
+                &mut |key, steps| write_sequence(&tx, path, key, steps),
+                sql_err,
+            )?;
         }
         tx.pragma_update(None, "user_version", SCHEMA_VERSION)
             .map_err(sql_err)?;
@@ -897,6 +1127,8 @@ impl SqliteStore {
         let mut new_tools: HashMap<String, i64> = HashMap::new();
         // Dropping `tx` without commit (any `?` below) rolls the whole batch back.
         let tx = immediate(conn, path)?;
+        // The traces this batch creates: their sequence rows are built from its steps alone.
+        let mut new_traces: std::collections::HashSet<i64> = std::collections::HashSet::new();
         {
             let mut trace_keys: HashMap<&str, i64> = HashMap::new();
             let mut select_trace = tx
@@ -951,7 +1183,9 @@ impl SqliteStore {
                                 metadata_text(&trace.metadata),
                             ])
                             .map_err(sql_err)?;
-                        tx.last_insert_rowid()
+                        let key = tx.last_insert_rowid();
+                        new_traces.insert(key);
+                        key
                     }
                 };
                 trace_keys.insert(&trace.trace_id, key);
@@ -976,7 +1210,7 @@ impl SqliteStore {
                      ON CONFLICT (trace_key, step_index) DO NOTHING",
                 )
                 .map_err(sql_err)?;
-            let mut deltas: HashMap<i64, CounterDelta> = HashMap::new();
+            let mut deltas: HashMap<i64, TraceDelta> = HashMap::new();
             let mut inputs_text = JsonBuffer::default();
             let mut outputs_text = JsonBuffer::default();
             let mut metadata_buffer = JsonBuffer::default();
@@ -1050,7 +1284,12 @@ impl SqliteStore {
                 }
                 stats.steps += 1;
                 let delta = deltas.entry(key).or_default();
-                delta.steps += 1;
+                delta.added.push(SequenceStep {
+                    step_index: i64::from(step.step_index),
+                    tool_id,
+                    started_at: step.started_at.and_then(timestamp_nanos),
+                    row: tx.last_insert_rowid(),
+                });
                 delta.errors += i64::from(is_error);
                 if let Some(duration) = step.duration_ms {
                     delta.duration_ms = Some(delta.duration_ms.unwrap_or(0.0) + duration);
@@ -1066,10 +1305,21 @@ impl SqliteStore {
                      WHERE id = ?1",
                 )
                 .map_err(sql_err)?;
-            for (key, delta) in &deltas {
+            // In key order, so the rows are written where the last one was.
+            let mut deltas: Vec<(i64, TraceDelta)> = deltas.into_iter().collect();
+            deltas.sort_unstable_by_key(|(key, _)| *key);
+            for (key, mut delta) in deltas {
+                let added = delta.added.len() as i64;
                 update_counters
-                    .execute(params![key, delta.steps, delta.errors, delta.duration_ms])
+                    .execute(params![key, added, delta.errors, delta.duration_ms])
                     .map_err(sql_err)?;
+                // Steps may come in any order; a sequence is in step order.
+                delta.added.sort_unstable_by_key(|s| s.step_index);
+                if new_traces.contains(&key) {
+                    write_sequence(&tx, path, key, &delta.added)?;
+                } else {
+                    update_sequence(&tx, path, key, &delta.added)?;
+                }
             }
         }
         tx.commit().map_err(sql_err)?;
@@ -1510,9 +1760,8 @@ impl TraceStore for SqliteStore {
     }
 
     fn read_tool_sequences(&self, keep: &dyn Fn(&str) -> bool) -> Result<ToolSequences> {
-        // Tool ids and start times from the `steps_sequence` index alone, in (trace key, step
-        // index) order: no table row (payload) is read, no join or tool name or trace id per
-        // row.
+        // One row a trace: its id beside its `trace_sequences` row (none for a trace without
+        // steps), in storage order. No step row or index entry is read.
         let tx = self
             .conn
             .unchecked_transaction()
@@ -1524,72 +1773,54 @@ impl TraceStore for SqliteStore {
                     .collect()
             })
             .map_err(|e| self.sql_err(e))?;
-        // Kept traces by key, in storage order.
+        let corrupt = |message: String| RecorderError::CorruptStore {
+            path: self.path.clone(),
+            message,
+        };
         let mut out = ToolSequences::default();
-        let mut position: HashMap<i64, usize> = HashMap::new();
-        {
-            let mut stmt = tx
-                .prepare("SELECT id, trace_id FROM traces ORDER BY id")
-                .map_err(|e| self.sql_err(e))?;
-            let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
-            while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-                let key: i64 = row.get(0).map_err(|e| self.sql_err(e))?;
-                let id = row
-                    .get_ref(1)
-                    .and_then(|v| Ok(v.as_str()?))
-                    .map_err(|e| self.sql_err(e))?;
-                if keep(id) {
-                    position.insert(key, out.trace_ids.len());
-                    out.trace_ids.push(id.to_owned());
-                    out.sequences.push(Vec::new());
-                    out.first_started.push(None);
-                    out.rows.push(None);
-                } else {
-                    out.left_out += 1;
-                }
+        let mut stmt = tx
+            .prepare(
+                "SELECT t.id, t.trace_id, t.step_count, q.tools, q.first_started, \
+                 q.first_step_row FROM traces t \
+                 LEFT JOIN trace_sequences q ON q.trace_key = t.id ORDER BY t.id",
+            )
+            .map_err(|e| self.sql_err(e))?;
+        let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
+        // Tools are interned in order of first appearance over the traces in storage order.
+        let mut interned: HashMap<i64, u32> = HashMap::new();
+        while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
+            let read = || -> rusqlite::Result<_> {
+                let id = row.get_ref(1)?.as_str()?;
+                let tools = row.get_ref(3)?.as_blob_or_null()?;
+                let step_count: i64 = row.get(2)?;
+                let first_started: Option<i64> = row.get(4)?;
+                let first_step_row: Option<i64> = row.get(5)?;
+                Ok((
+                    row.get::<_, i64>(0)?,
+                    id,
+                    step_count,
+                    tools,
+                    first_started,
+                    first_step_row,
+                ))
+            };
+            let (key, id, step_count, tools, first_started, first_step_row) =
+                read().map_err(|e| self.sql_err(e))?;
+            if !keep(id) {
+                out.left_out += 1;
+                continue;
             }
-        }
-        {
-            let mut stmt = tx
-                .prepare(
-                    "SELECT trace_key, tool_id, started_at, step_index, id \
-                     FROM steps INDEXED BY steps_sequence ORDER BY trace_key, step_index",
-                )
-                .map_err(|e| self.sql_err(e))?;
-            let mut rows = stmt.query([]).map_err(|e| self.sql_err(e))?;
-            let mut last: Option<(i64, Option<usize>)> = None;
-            // Rows come trace by trace in storage order, so tools are interned in order of
-            // first appearance, as the walk does.
-            let mut interned: HashMap<i64, u32> = HashMap::new();
-            while let Some(row) = rows.next().map_err(|e| self.sql_err(e))? {
-                let read = || -> rusqlite::Result<(i64, i64, Option<i64>, i64, i64)> {
-                    Ok((
-                        row.get(0)?,
-                        row.get(1)?,
-                        row.get(2)?,
-                        row.get(3)?,
-                        row.get(4)?,
-                    ))
-                };
-                let (key, tool, started_at, step_index, step_row) =
-                    read().map_err(|e| self.sql_err(e))?;
-                let at = match last {
-                    Some((last_key, at)) if last_key == key => at,
-                    _ => position.get(&key).copied(),
-                };
-                last = Some((key, at));
-                let Some(at) = at else { continue };
+            let tool_ids = SequenceRow::tool_ids(tools.unwrap_or_default())
+                .ok_or_else(|| corrupt(format!("the tool sequence of trace {id} is cut short")))?;
+            let mut sequence = Vec::with_capacity(usize::try_from(step_count).unwrap_or(0));
+            for tool in tool_ids {
                 let index = match interned.get(&tool) {
                     Some(&index) => index,
                     None => {
                         let name = tool_names.remove(&tool).ok_or_else(|| {
-                            RecorderError::CorruptStore {
-                                path: self.path.clone(),
-                                message: format!(
-                                    "a step of trace {} names tool id {tool}, which has no row",
-                                    out.trace_ids[at]
-                                ),
-                            }
+                            corrupt(format!(
+                                "a step of trace {id} names tool id {tool}, which has no row"
+                            ))
                         })?;
                         let index = out.names.len() as u32;
                         out.names.push(name);
@@ -1597,27 +1828,22 @@ impl TraceStore for SqliteStore {
                         index
                     }
                 };
-                // A trace's steps are placed when they sit in consecutive rows in step order
-                // with indexes 0, 1, 2, ... (as an import writes them); steps appended to a
-                // trace among other traces' (as `collect` may) leave it unplaced.
-                let place = out.sequences[at].len() as i64;
-                out.rows[at] = match out.rows[at] {
-                    _ if place == 0 && step_index == 0 => Some(StepRows {
-                        trace_row: key,
-                        first_step_row: step_row,
-                    }),
-                    Some(rows)
-                        if step_index == place && step_row == rows.first_step_row + place =>
-                    {
-                        Some(rows)
-                    }
-                    _ => None,
-                };
-                out.sequences[at].push(index);
-                if out.first_started[at].is_none() {
-                    out.first_started[at] = started_at.map(timestamp_from_nanos);
-                }
+                sequence.push(index);
             }
+            if sequence.len() as i64 != step_count {
+                return Err(corrupt(format!(
+                    "trace {id} counts {step_count} steps but its tool sequence holds {}",
+                    sequence.len()
+                )));
+            }
+            out.trace_ids.push(id.to_owned());
+            out.sequences.push(sequence);
+            out.first_started
+                .push(first_started.map(timestamp_from_nanos));
+            out.rows.push(first_step_row.map(|first_step_row| StepRows {
+                trace_row: key,
+                first_step_row,
+            }));
         }
         Ok(out)
     }
@@ -1862,5 +2088,170 @@ mod tests {
             )
             .unwrap();
         assert_eq!((steps, errors, duration), (2, 1, Some(3.5)));
+    }
+
+    /// A step of trace `trace` at `index` calling `tool`, started at `at` seconds when given.
+    fn tool_step(trace: &str, index: u32, tool: &str, at: Option<i64>) -> ObservedStep {
+        let mut step = ObservedStep::new(trace, index, tool, json!({"i": index}));
+        step.started_at = at.and_then(|s| chrono::DateTime::from_timestamp(s, 0));
+        step
+    }
+
+    /// Traces written the ways appends write them: whole in one batch (`whole`), steps out of
+    /// step order in one batch (`shuffled`), a step a batch interleaved with another trace's
+    /// (`live-a`, `live-b`), a later step arriving before an earlier one across batches
+    /// (`gap`), a trace continued in the next batch's next rows (`continued`), a duplicate
+    /// step, and a trace without steps (`empty`).
+    fn appended_every_way(store: &mut SqliteStore) {
+        let traces: Vec<ObservedTrace> = [
+            "whole",
+            "shuffled",
+            "live-a",
+            "live-b",
+            "gap",
+            "continued",
+            "empty",
+        ]
+        .iter()
+        .map(|id| ObservedTrace::new(*id, "test"))
+        .collect();
+        let mut first = vec![
+            tool_step("whole", 0, "search", None),
+            tool_step("whole", 1, "get", Some(20)),
+            tool_step("whole", 2, "get", Some(10)),
+            tool_step("shuffled", 2, "c", Some(3)),
+            tool_step("shuffled", 0, "a", None),
+            tool_step("shuffled", 1, "b", Some(5)),
+            tool_step("live-a", 0, "get", None),
+            tool_step("live-b", 0, "search", None),
+            tool_step("gap", 2, "late", Some(7)),
+        ];
+        first.push(first[0].clone());
+        first.push(tool_step("continued", 0, "search", None));
+        first.push(tool_step("continued", 1, "get", Some(4)));
+        store.append(&traces, &first).unwrap();
+        store
+            .append(
+                &[],
+                &[
+                    tool_step("continued", 2, "search", None),
+                    tool_step("live-a", 1, "search", Some(1)),
+                    tool_step("live-b", 1, "get", None),
+                    tool_step("gap", 0, "early", Some(9)),
+                    tool_step("gap", 1, "middle", None),
+                ],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn stored_tool_sequences_agree_with_the_steps_however_they_were_appended() {
+        let (_dir, mut store) = store();
+        appended_every_way(&mut store);
+        let keep = |id: &str| id != "live-b";
+        let stored = store.read_tool_sequences(&keep).unwrap();
+        let walked = crate::store::tool_sequences_from_walk(&store, &keep).unwrap();
+        assert_eq!(
+            stored.trace_ids,
+            ["whole", "shuffled", "live-a", "gap", "continued", "empty"]
+        );
+        assert_eq!(stored.trace_ids, walked.trace_ids);
+        assert_eq!(stored.names, walked.names);
+        assert_eq!(stored.sequences, walked.sequences);
+        assert_eq!(stored.first_started, walked.first_started);
+        assert_eq!((stored.left_out, walked.left_out), (1, 1));
+        let tools: Vec<Vec<&str>> = (0..stored.trace_ids.len())
+            .map(|t| stored.tools(t).collect())
+            .collect();
+        assert_eq!(
+            tools,
+            [
+                vec!["search", "get", "get"],
+                vec!["a", "b", "c"],
+                vec!["get", "search"],
+                vec!["early", "middle", "late"],
+                vec!["search", "get", "search"],
+                vec![],
+            ]
+        );
+        let seconds: Vec<Option<i64>> = stored
+            .first_started
+            .iter()
+            .map(|at| at.map(|at| at.timestamp()))
+            .collect();
+        assert_eq!(
+            seconds,
+            [Some(20), Some(5), Some(1), Some(9), Some(4), None]
+        );
+        // `whole` and `continued` fill consecutive rows in step order; `shuffled` was inserted
+        // 2, 0, 1.
+        let placed: Vec<bool> = stored.rows.iter().map(Option::is_some).collect();
+        assert_eq!(placed, [true, false, false, false, true, false]);
+    }
+
+    #[test]
+    fn a_version_2_store_gains_its_tool_sequences_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let before = {
+            let mut store = SqliteStore::open(&path).unwrap();
+            appended_every_way(&mut store);
+            store.read_tool_sequences(&|_| true).unwrap()
+        };
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("DROP TABLE trace_sequences; PRAGMA user_version = 2;")
+                .unwrap();
+        }
+        let store = SqliteStore::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let after = store.read_tool_sequences(&|_| true).unwrap();
+        assert_eq!(after, before);
+        let rows: i64 = store
+            .conn
+            .query_row("SELECT count(*) FROM trace_sequences", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 6, "one row per trace with steps");
+    }
+
+    #[test]
+    fn a_missing_or_cut_sequence_row_is_reported_not_read_as_fewer_steps() {
+        let (_dir, mut store) = store();
+        appended_every_way(&mut store);
+        let key: i64 = store
+            .conn
+            .query_row("SELECT id FROM traces WHERE trace_id = 'gap'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        store
+            .conn
+            .execute(
+                "UPDATE trace_sequences SET tools = substr(tools, 1, 5) WHERE trace_key = ?1",
+                [key],
+            )
+            .unwrap();
+        let err = store
+            .read_tool_sequences(&|_| true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("the tool sequence of trace gap is cut short"),
+            "{err}"
+        );
+        store
+            .conn
+            .execute("DELETE FROM trace_sequences WHERE trace_key = ?1", [key])
+            .unwrap();
+        let err = store
+            .read_tool_sequences(&|_| true)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("trace gap counts 3 steps but its tool sequence holds 0"),
+            "{err}"
+        );
+        // A trace the caller leaves out is not read, so its row does not matter.
+        assert!(store.read_tool_sequences(&|id| id != "gap").is_ok());
     }
 }

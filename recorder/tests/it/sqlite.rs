@@ -1077,12 +1077,18 @@ fn a_version_1_store_gains_the_sequence_index_and_keeps_its_data() {
     // What version 1 wrote: no sequence index.
     {
         let conn = rusqlite::Connection::open(&path).unwrap();
-        conn.execute_batch("DROP INDEX steps_sequence; PRAGMA user_version = 1;")
-            .unwrap();
+        conn.execute_batch(
+            "DROP INDEX steps_sequence; DROP TABLE trace_sequences; PRAGMA user_version = 1;",
+        )
+        .unwrap();
     }
     assert!(!index_names(&path).contains(&"steps_sequence".to_string()));
     let store = SqliteStore::open(&path).unwrap();
-    assert_eq!(store.schema_version().unwrap(), 2);
+    let current = SqliteStore::open(&dir.path().join("fresh.db"))
+        .unwrap()
+        .schema_version()
+        .unwrap();
+    assert_eq!(store.schema_version().unwrap(), current);
     assert!(index_names(&path).contains(&"steps_sequence".to_string()));
     assert_eq!(store.counts().unwrap().steps, 9);
     let after = chainweaver_recorder::store::tool_sequences(&store, &|_| true).unwrap();

@@ -155,3 +155,35 @@ fn reviewed_results_are_written_together() {
         assert_eq!(ids, want);
     }
 }
+
+/// Opening a store of an earlier schema fills the per-trace tool sequences mining reads from
+/// the steps it holds: the same tools, trace by trace, as the steps themselves name.
+#[test]
+fn a_store_of_an_earlier_schema_mines_the_tool_sequences_its_steps_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&legacy_copy(dir.path())).unwrap();
+    let read = chainweaver_recorder::store::tool_sequences(&store, &|_| true).unwrap();
+    let mut stepped: Vec<(String, Vec<String>)> = Vec::new();
+    store
+        .for_each_step_tool(&mut |step| {
+            if stepped.last().is_none_or(|(id, _)| id != step.trace_id) {
+                stepped.push((step.trace_id.to_owned(), Vec::new()));
+            }
+            if let Some((_, tools)) = stepped.last_mut() {
+                tools.push(step.tool_name.to_owned());
+            }
+            Ok(())
+        })
+        .unwrap();
+    let sequenced: Vec<(String, Vec<String>)> = (0..read.trace_ids.len())
+        .filter(|&t| !read.sequences[t].is_empty())
+        .map(|t| {
+            let tools = read.tools(t).map(str::to_owned).collect();
+            (read.trace_ids[t].clone(), tools)
+        })
+        .collect();
+    assert!(sequenced.len() > 1, "{sequenced:?}");
+    assert_eq!(sequenced, stepped);
+    let steps: usize = read.sequences.iter().map(Vec::len).sum();
+    assert_eq!(steps as u64, store.counts().unwrap().steps);
+}
