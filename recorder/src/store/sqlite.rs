@@ -1260,6 +1260,7 @@ impl SqliteStore {
                     }
                 };
                 let is_error = step.is_error();
+                let started_at = step.started_at.and_then(timestamp_nanos);
                 let inserted = insert_step
                     .execute(params![
                         key,
@@ -1270,7 +1271,7 @@ impl SqliteStore {
                         step.outputs.map(|v| outputs_text.json(v)),
                         step.error_type,
                         step.error_message,
-                        step.started_at.and_then(timestamp_nanos),
+                        started_at,
                         step.ended_at.and_then(timestamp_nanos),
                         step.duration_ms,
                         step.recorded_at.and_then(timestamp_nanos),
@@ -1287,7 +1288,7 @@ impl SqliteStore {
                 delta.added.push(SequenceStep {
                     step_index: i64::from(step.step_index),
                     tool_id,
-                    started_at: step.started_at.and_then(timestamp_nanos),
+                    started_at,
                     row: tx.last_insert_rowid(),
                 });
                 delta.errors += i64::from(is_error);
@@ -1810,9 +1811,11 @@ impl TraceStore for SqliteStore {
                 out.left_out += 1;
                 continue;
             }
-            let tool_ids = SequenceRow::tool_ids(tools.unwrap_or_default())
+            let tools = tools.unwrap_or_default();
+            let tool_ids = SequenceRow::tool_ids(tools)
                 .ok_or_else(|| corrupt(format!("the tool sequence of trace {id} is cut short")))?;
-            let mut sequence = Vec::with_capacity(usize::try_from(step_count).unwrap_or(0));
+            // Sized by the row, not the counter: a damaged counter must not size an allocation.
+            let mut sequence = Vec::with_capacity(tools.len() / SEQUENCE_TOOL_BYTES);
             for tool in tool_ids {
                 let index = match interned.get(&tool) {
                     Some(&index) => index,
@@ -2231,10 +2234,13 @@ mod tests {
                 [key],
             )
             .unwrap();
-        let err = store
-            .read_tool_sequences(&|_| true)
-            .unwrap_err()
-            .to_string();
+        let error = |store: &SqliteStore| {
+            store
+                .read_tool_sequences(&|_| true)
+                .unwrap_err()
+                .to_string()
+        };
+        let err = error(&store);
         assert!(
             err.contains("the tool sequence of trace gap is cut short"),
             "{err}"
@@ -2243,12 +2249,22 @@ mod tests {
             .conn
             .execute("DELETE FROM trace_sequences WHERE trace_key = ?1", [key])
             .unwrap();
-        let err = store
-            .read_tool_sequences(&|_| true)
-            .unwrap_err()
-            .to_string();
+        let err = error(&store);
         assert!(
             err.contains("trace gap counts 3 steps but its tool sequence holds 0"),
+            "{err}"
+        );
+        // A damaged counter is reported too, and sizes nothing.
+        store
+            .conn
+            .execute(
+                "UPDATE traces SET step_count = ?2 WHERE id = ?1",
+                [key, 1_i64 << 50],
+            )
+            .unwrap();
+        let err = error(&store);
+        assert!(
+            err.contains("trace gap counts 1125899906842624 steps but its tool sequence holds 0"),
             "{err}"
         );
         // A trace the caller leaves out is not read, so its row does not matter.
